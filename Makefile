@@ -1,0 +1,74 @@
+# mptcp-cc: coupled MPTCP congestion control in eBPF.
+#
+#   make deps    install every system package the project needs (idempotent)
+#   make build   bin/mptcp-cc, bin/mptcp-lab, bin/mptcp-xfer
+#   make test    the whole test suite (root: it loads BPF and builds namespaces)
+#   make demo    load a coupled CC and watch the subflows of a live transfer
+#   make bench   benchmarks (not run in CI)
+
+GO       ?= go
+CLANG    ?= clang-19
+BPFTOOL  ?= bpftool
+GO_MIN   := 1.26
+GO_TOOLCHAIN := go1.26.8
+
+DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd \
+	ethtool iputils-ping curl unzip ca-certificates
+
+BPF_SRC  := $(wildcard bpf/*.bpf.c bpf/*.h)
+VMLINUX  := bpf/include/vmlinux.h
+GEN_STAMP := pkg/cc/.generated
+
+export BPF2GO_CC := $(CLANG)
+export BPF2GO_STRIP := llvm-strip-19
+
+.PHONY: all deps build generate test test-short bench demo clean vet
+
+all: build
+
+# Debian packages first; then Go, which Debian 12 only has as 1.19: when `go`
+# is missing or older than $(GO_MIN), the official toolchain is fetched from
+# the Go module proxy (the same archive GOTOOLCHAIN=auto downloads).
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@./scripts/ensure-go.sh $(GO_MIN) $(GO_TOOLCHAIN)
+
+$(VMLINUX):
+	@test -r /sys/kernel/btf/vmlinux || { echo "kernel has no BTF (/sys/kernel/btf/vmlinux): needs CONFIG_DEBUG_INFO_BTF=y"; exit 1; }
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(GEN_STAMP): $(BPF_SRC) $(VMLINUX) pkg/cc/gen.go
+	cd pkg/cc && $(GO) generate ./...
+	@touch $@
+
+generate: $(GEN_STAMP)
+
+build: generate
+	$(GO) build -o bin/ ./cmd/...
+
+vet: generate
+	$(GO) vet ./...
+
+# Packages run one at a time (-p 1): their tests time real transfers through
+# shaped links, and two at once on a 2-core machine would skew each other.
+test: deps build
+	$(GO) vet ./...
+	$(GO) test -p 1 -count=1 -timeout 45m ./...
+
+test-short: generate
+	$(GO) test -p 1 -count=1 -short ./...
+
+bench: deps build
+	MPTCP_CC_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run 'Bench' -v ./pkg/cc/ ./pkg/linkem/
+
+demo: deps build
+	./scripts/demo.sh
+
+clean:
+	rm -rf bin $(VMLINUX) $(GEN_STAMP) pkg/cc/*_bpfel.go pkg/cc/*_bpfel.o

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Types shared between the BPF programs and user space. pkg/stats and
+ * pkg/model mirror them field for field; their tests check the sizes against
+ * the BTF of the compiled objects, so a change here that is not made there
+ * fails the build's tests instead of silently misreading maps.
+ */
+#pragma once
+
+/* Algorithm ids: the top byte of every subflow id, and mpcc_subflow.algo. */
+enum mpcc_algo {
+	MPCC_LIA = 1,
+	MPCC_OLIA = 2,
+	MPCC_BALIA = 3,
+	MPCC_RSF = 4,
+};
+
+#define MPCC_ONE (1LL << 32)       /* Q32: one packet of cwnd */
+#define MPCC_SHARE_SHIFT 16
+#define MPCC_SHARE_ONE (1U << MPCC_SHARE_SHIFT) /* Q16: a share of 1 */
+#define MPCC_RATE_SHIFT 27
+#define MPCC_CWND_CAP (1U << 20)   /* windows above this count as this much */
+#define MPCC_MAX_PATHS 8           /* coupled subflows per connection (power of 2) */
+#define MPCC_MAX_SUBFLOWS_WALKED 16 /* list nodes visited per walk */
+#define MPCC_MAX_SUBFLOWS_TRACKED 65536
+
+/* mpcc_subflow.flags */
+#define MPCC_F_MPTCP 1
+#define MPCC_F_BACKUP 2
+
+struct mpcc_params {
+	__u32 lisa;          /* 1: LISA linked slow start for joining subflows */
+	__u32 rsf_target_us; /* RSF: target queueing delay d, microseconds */
+	__u32 trace;         /* 1: emit every decision to the trace ring buffer */
+	__u32 algo;          /* enum mpcc_algo, for `mptcp-cc list` (unused by BPF) */
+};
+
+/* Value of the subflows map: one live subflow. Addresses in network order,
+ * ports in host order. */
+struct mpcc_subflow {
+	__u64 id;
+	__u32 token;
+	__u32 algo;
+	__u16 family;
+	__u16 sport;
+	__u16 dport;
+	__u8 local_id;
+	__u8 remote_id;
+	__u32 subflow_id;
+	__u32 flags;
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u32 cwnd;        /* packets */
+	__u32 ssthresh;    /* packets */
+	__u32 srtt_us;
+	__u32 rttvar_us;
+	__u32 min_rtt_us;
+	__u32 ca_state;
+	__u32 in_flight;   /* packets */
+	__u32 npaths;      /* coupled subflows seen at the last increase */
+	__u64 delivered;   /* packets */
+	__u64 lost;        /* packets */
+	__u64 retrans;     /* packets */
+	__u64 bytes_acked;
+	__u64 bytes_sent;
+	__u64 pacing_rate; /* bytes per second */
+	__s64 coupled;     /* the algorithm's coupled quantity, Q32 */
+	__u32 lisa_debt;   /* packets a joining sibling took, not yet given up */
+	__u32 lisa_given;  /* packets given to joining siblings (LISA) */
+	__u32 lisa_taken;  /* packets taken from a sibling when this subflow joined */
+	__u32 pad;
+	__u64 updated_ns;  /* CLOCK_MONOTONIC */
+};
+
+/* One path of the connection snapshot the algorithms see. */
+struct mpcc_path {
+	__u32 cwnd;
+	__u32 srtt_us;    /* >= 1 */
+	__u32 min_rtt_us;
+	__u32 pad;
+	__u64 loss_bytes; /* OLIA l_r */
+};
+
+/* Everything an algorithm decides from: p[0] is the subflow being acted on,
+ * p[1..n-1] its coupled siblings. */
+struct mpcc_conn {
+	__u32 n;         /* paths in p[], >= 1 */
+	__u32 target_us; /* RSF's target queueing delay d, from the parameters */
+	struct mpcc_path p[MPCC_MAX_PATHS];
+};
+
+/* What an algorithm hook returns. */
+struct mpcc_out {
+	__s64 inc;      /* algo_increase: cwnd increase per ACKed packet, Q32 */
+	__s64 coupled;  /* the algorithm's coupled quantity, Q32 */
+	__u32 ssthresh; /* algo_ssthresh: the window after a loss, packets */
+	__u32 pad;
+};
+
+#define MPCC_TRACE_AVOID 1 /* congestion avoidance step */
+#define MPCC_TRACE_LOSS 2  /* ssthresh after a loss */
+
+struct mpcc_trace_event {
+	__u64 id;
+	__u32 kind;
+	__u32 acked;       /* packets acked (before slow start took its part) */
+	__u32 cwnd_before;
+	__u32 cwnd_after;
+	__s64 acc_before;
+	__s64 acc_after;
+	__u32 ssthresh;    /* AVOID: ssthresh in force; LOSS: the value returned */
+	__u32 ssthresh_after;
+	__u32 clamp;
+	__u32 pad;
+	__s64 coupled;
+	struct mpcc_conn conn;
+};

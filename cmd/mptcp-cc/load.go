@@ -1,0 +1,148 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+)
+
+func cmdLoad(args []string, out io.Writer) error {
+	fs := newFlags("load", "--algo NAME [--lisa] [--rsf-target DURATION] [--name CCNAME]")
+	algo := fs.String("algo", "", "algorithm: "+joinNames())
+	name := fs.String("name", "", "name to register under (default mptcp_ALGO)")
+	lisa := fs.Bool("lisa", false, "LISA linked slow start for joining subflows")
+	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "RSF target queueing delay d")
+	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
+	root := pinRootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *algo == "" {
+		return fmt.Errorf("--algo is required: one of %s", joinNames())
+	}
+	a, err := cc.Lookup(*algo)
+	if err != nil {
+		return err
+	}
+	opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace}}
+	if err := cc.Load(a, opts); err != nil {
+		return err
+	}
+	registered := *name
+	if registered == "" {
+		registered = a.DefaultName()
+	}
+	fmt.Fprintf(out, "%s registered (%s); use it with `sysctl net.ipv4.tcp_congestion_control=%s` or setsockopt(TCP_CONGESTION)\n", registered, a.Summary, registered)
+	return nil
+}
+
+func cmdUnload(args []string, out io.Writer) error {
+	fs := newFlags("unload", "--algo NAME | --name CCNAME")
+	algo := fs.String("algo", "", "algorithm loaded under its default name")
+	name := fs.String("name", "", "registered name")
+	root := pinRootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	target := *name
+	if target == "" {
+		if *algo == "" {
+			return fmt.Errorf("say what to unload: --algo NAME or --name CCNAME")
+		}
+		a, err := cc.Lookup(*algo)
+		if err != nil {
+			return err
+		}
+		target = a.DefaultName()
+	}
+	if err := cc.Unload(target, *root); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s unregistered; connections that use it keep it until they close\n", target)
+	return nil
+}
+
+func cmdList(args []string, out io.Writer) error {
+	fs := newFlags("list", "[--json]")
+	asJSON := fs.Bool("json", false, "JSON output")
+	root := pinRootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	loaded, err := cc.List(*root)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		type entry struct {
+			Name        string  `json:"name"`
+			Algo        string  `json:"algo"`
+			LISA        bool    `json:"lisa"`
+			RSFTargetMs float64 `json:"rsf_target_ms"`
+			Trace       bool    `json:"trace"`
+			Subflows    int     `json:"subflows"`
+			Registered  bool    `json:"registered"`
+			PinDir      string  `json:"pin_dir"`
+		}
+		list := []entry{}
+		for _, l := range loaded {
+			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Subflows, l.Registered, l.PinDir})
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	if len(loaded) == 0 {
+		fmt.Fprintln(out, "nothing loaded; try `mptcp-cc load --algo olia`")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tALGO\tPARAMETERS\tSUBFLOWS\tSTATE")
+	for _, l := range loaded {
+		state := "registered"
+		if !l.Registered {
+			state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.Name, l.Algo, describeParams(l.Algo, l.Params), l.Subflows, state)
+	}
+	return tw.Flush()
+}
+
+func describeParams(algo string, p cc.Params) string {
+	s := fmt.Sprintf("lisa=%v", p.LISA)
+	if algo == "rsf" {
+		s += fmt.Sprintf(" target=%v", p.RSFTarget)
+	}
+	if p.Trace {
+		s += " trace"
+	}
+	return s
+}
+
+func cmdAlgorithms(args []string, out io.Writer) error {
+	fs := newFlags("algorithms", "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ALGO\tKERNEL NAME\tCOUPLED QUANTITY\tDESCRIPTION")
+	for _, a := range cc.Algorithms() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.DefaultName(), a.Coupled, a.Summary)
+	}
+	return tw.Flush()
+}
+
+func joinNames() string {
+	s := ""
+	for i, n := range cc.Names() {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}

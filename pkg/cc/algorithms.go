@@ -1,0 +1,75 @@
+// Package cc loads the coupled congestion controls into the kernel, keeps them
+// registered after the loading process exits by pinning their struct_ops
+// links in bpffs, lists them and unloads them.
+//
+// Pin layout, one directory per registered congestion control:
+//
+//	<root>/<name>/link      the struct_ops link: while it exists, <name> is registered
+//	<root>/<name>/subflows  live per-subflow state (pkg/stats decodes it)
+//	<root>/<name>/params    the load-time parameters
+//	<root>/<name>/trace     decision trace ring buffer (used by the tests)
+package cc
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// Algorithm is one coupled congestion control this project ships.
+type Algorithm struct {
+	Name    string // as given to --algo
+	ID      uint32 // enum mpcc_algo in bpf/mpcc_types.h
+	Summary string
+	Coupled string // what the exported coupled quantity is
+	spec    func() (*ebpf.CollectionSpec, error)
+}
+
+// DefaultName is the name the kernel lists the algorithm under unless the
+// user picks another one.
+func (a Algorithm) DefaultName() string { return "mptcp_" + a.Name }
+
+var algorithms = []Algorithm{
+	{Name: "lia", ID: 1, Summary: "Linked Increases, RFC 6356", Coupled: "alpha", spec: loadLia},
+	{Name: "olia", ID: 2, Summary: "Opportunistic Linked Increases (Khalili et al.)", Coupled: "alpha", spec: loadOlia},
+	{Name: "balia", ID: 3, Summary: "Balanced Linked Adaptation (Peng et al.)", Coupled: "alpha", spec: loadBalia},
+	{Name: "rsf", ID: 4, Summary: "Rent-seeking framework, delay-based (Pokhrel, Williamson)", Coupled: "delay_factor", spec: loadRsf},
+}
+
+// Algorithms returns every algorithm, in a stable order.
+func Algorithms() []Algorithm { return append([]Algorithm(nil), algorithms...) }
+
+// Lookup finds an algorithm by name; the error lists the ones that exist.
+func Lookup(name string) (Algorithm, error) {
+	for _, a := range algorithms {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	return Algorithm{}, fmt.Errorf("unknown algorithm %q: choose one of %s", name, strings.Join(Names(), ", "))
+}
+
+// ByID finds an algorithm by its BPF id.
+func ByID(id uint32) (Algorithm, bool) {
+	for _, a := range algorithms {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return Algorithm{}, false
+}
+
+// Names lists the algorithm names, sorted.
+func Names() []string {
+	var n []string
+	for _, a := range algorithms {
+		n = append(n, a.Name)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Spec returns the algorithm's compiled BPF collection.
+func (a Algorithm) Spec() (*ebpf.CollectionSpec, error) { return a.spec() }

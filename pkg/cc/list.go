@@ -1,0 +1,120 @@
+package cc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/cilium/ebpf"
+)
+
+// Loaded describes one congestion control this project registered.
+type Loaded struct {
+	Name       string // as the kernel lists it
+	Algo       string
+	Params     Params
+	Subflows   int  // live subflows using it
+	Registered bool // the kernel lists it (false: pins left behind)
+	PinDir     string
+}
+
+// List returns what is loaded under root, sorted by name.
+func List(root string) ([]Loaded, error) {
+	if root == "" {
+		root = DefaultPinRoot
+	}
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Loaded
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		l, err := inspect(root, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func inspect(root, name string) (Loaded, error) {
+	dir := filepath.Join(root, name)
+	l := Loaded{Name: name, PinDir: dir, Registered: IsRegistered(name)}
+
+	pm, err := ebpf.LoadPinnedMap(filepath.Join(dir, "params"), nil)
+	if err != nil {
+		return l, fmt.Errorf("opening parameters: %w", err)
+	}
+	defer pm.Close()
+	var raw rawParams
+	if err := pm.Lookup(uint32(0), &raw); err != nil {
+		return l, fmt.Errorf("reading parameters: %w", err)
+	}
+	l.Params = raw.params()
+	if a, ok := ByID(raw.Algo); ok {
+		l.Algo = a.Name
+	}
+
+	sm, err := OpenSubflows(root, name)
+	if err != nil {
+		return l, err
+	}
+	defer sm.Close()
+	var key uint64
+	it := sm.Iterate()
+	for it.Next(&key, nil) {
+		l.Subflows++
+	}
+	return l, it.Err()
+}
+
+// OpenSubflows opens the pinned per-subflow map of a loaded congestion control.
+func OpenSubflows(root, name string) (*ebpf.Map, error) {
+	return openPinned(root, name, "subflows")
+}
+
+// OpenTrace opens the pinned decision trace ring buffer.
+func OpenTrace(root, name string) (*ebpf.Map, error) {
+	return openPinned(root, name, "trace")
+}
+
+// OpenParams opens the pinned parameter map (to change parameters live).
+func OpenParams(root, name string) (*ebpf.Map, error) {
+	return openPinned(root, name, "params")
+}
+
+func openPinned(root, name, what string) (*ebpf.Map, error) {
+	if root == "" {
+		root = DefaultPinRoot
+	}
+	m, err := ebpf.LoadPinnedMap(filepath.Join(root, name, what), nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s of %s: %w", what, name, err)
+	}
+	return m, nil
+}
+
+// SetParams changes the parameters of a loaded congestion control; running
+// subflows see them on their next ACK.
+func SetParams(root, name string, p Params) error {
+	m, err := OpenParams(root, name)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	var raw rawParams
+	if err := m.Lookup(uint32(0), &raw); err != nil {
+		return err
+	}
+	return m.Put(uint32(0), p.raw(raw.Algo))
+}

@@ -1,0 +1,50 @@
+package linkem
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DirectionConfig describes one direction of an emulated link. The zero value
+// is a perfect link: no delay, no loss, unlimited rate and queue.
+type DirectionConfig struct {
+	// Rate is the bottleneck rate in bits per second of IP bytes; 0 means
+	// unlimited. Ignored when Trace is set.
+	Rate int64
+	// Delay is the one-way propagation delay added after serialization.
+	Delay time.Duration
+	// Jitter adds a uniform random delay in [0, Jitter) per packet, without
+	// ever reordering packets.
+	Jitter time.Duration
+	// Loss is the probability in [0, 1] that a packet is dropped on arrival.
+	Loss float64
+	// Seed seeds the loss and jitter PRNGs; equal seeds give equal runs.
+	Seed uint64
+	// QueuePackets and QueueBytes bound the drop-tail bottleneck queue;
+	// 0 means unlimited.
+	QueuePackets int
+	QueueBytes   int
+	// Trace, when set, replaces Rate by a mahimahi delivery trace.
+	Trace *Trace
+}
+
+// Validate reports the first invalid field.
+func (c DirectionConfig) Validate() error {
+	switch {
+	case c.Rate < 0:
+		return fmt.Errorf("linkem: negative rate %d", c.Rate)
+	case c.Delay < 0:
+		return fmt.Errorf("linkem: negative delay %v", c.Delay)
+	case c.Jitter < 0:
+		return fmt.Errorf("linkem: negative jitter %v", c.Jitter)
+	case !(c.Loss >= 0 && c.Loss <= 1): // also rejects NaN
+		return fmt.Errorf("linkem: loss %v outside [0, 1]", c.Loss)
+	case c.QueuePackets < 0 || c.QueueBytes < 0:
+		return errors.New("linkem: negative queue limit")
+	case c.Trace != nil && c.Rate != 0:
+		// Two rate sources would be ambiguous; make the caller pick one.
+		return errors.New("linkem: set either Rate or Trace, not both")
+	}
+	return nil
+}

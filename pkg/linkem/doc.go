@@ -1,0 +1,56 @@
+// Package linkem emulates network links in user space between two network
+// namespaces. It exists because the lab kernel has neither sch_netem nor
+// sch_fq, so delay, loss, rate and queue limits cannot be set with tc.
+//
+// # Model
+//
+// Each direction of a Path is an independent Link configured by a
+// DirectionConfig. A packet offered to a Link goes through these stages, in
+// this order:
+//
+//  1. Random loss: with probability Loss the packet is dropped (counted in
+//     DroppedLoss). The draws come from a PRNG seeded with Seed, so the same
+//     Seed and the same packet sequence give the same drops.
+//  2. Drop-tail queue: if accepting the packet would make the bottleneck
+//     queue hold more than QueuePackets packets or QueueBytes bytes, it is
+//     dropped (counted in DroppedQueue). A packet occupies the queue from its
+//     arrival until its serialization ends, so the packet being transmitted
+//     counts too.
+//  3. Serialization: the packet leaves the bottleneck size*8/Rate after the
+//     previous packet left (or after its own arrival if the link was idle).
+//     With a Trace instead of a Rate, every trace line is one opportunity to
+//     deliver 1500 bytes; a packet leaves at the opportunity that carries its
+//     last byte, leftover bytes of an opportunity go to the next queued
+//     packet, and opportunities that find the queue empty are lost (the
+//     mahimahi semantics).
+//  4. Propagation: the packet is then held for Delay plus a uniform random
+//     Jitter in [0, Jitter). Jitter never reorders: a packet is never
+//     released before the one in front of it, so the delay line is a FIFO.
+//  5. Delivery: the packet is written into the other namespace
+//     (DeliveredPackets/DeliveredBytes).
+//
+// # Units
+//
+// Rate is in bits per second of IP packet bytes (TUN carries bare IP
+// packets, so no Ethernet framing, preamble or FCS is counted). Delay and
+// Jitter are one-way. Loss is a probability in [0, 1]. Queue limits count
+// IP packets and IP bytes; 0 means unlimited. Trace timestamps are
+// milliseconds; the trace repeats with a period equal to its last
+// timestamp.
+//
+// # Limits
+//
+//   - The timing precision is that of a sleeping OS thread (typically tens of
+//     microseconds late, see Counters.LateMax), plus the time the kernel
+//     needs to move a packet through a TUN device.
+//   - With Rate 0 and no Trace there is no bottleneck, so the queue limits
+//     never drop anything.
+//   - Loss is independent per packet (Bernoulli); there is no burst-loss
+//     (Gilbert-Elliott) model, no corruption, duplication or reordering.
+//   - At most MaxInFlight packets per direction can be queued or delayed at
+//     once; beyond that, packets are dropped as queue drops.
+//   - Only IP traffic crosses the link (it is layer 3; there is no ARP and
+//     no Ethernet header), and packets are limited to the configured MTU.
+//   - Changing a DirectionConfig while running affects packets that arrive
+//     afterwards; packets already accepted keep their schedule.
+package linkem

@@ -1,0 +1,207 @@
+package linkem
+
+import (
+	"math"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+// waitIdle waits until both directions have settled: every packet offered
+// is delivered or dropped.
+func waitIdle(t *testing.T, p *Path) (fwd, rev Counters) {
+	t.Helper()
+	settled := func(c Counters) bool {
+		return c.SentPackets == c.DeliveredPackets+c.DroppedLoss+c.DroppedQueue+c.DroppedError
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fwd, rev = p.Stats()
+		if settled(fwd) && settled(rev) {
+			return fwd, rev
+		}
+	}
+	t.Fatalf("counters never settled: fwd %+v rev %+v", fwd, rev)
+	return
+}
+
+func TestPathDelay(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	ns1, ns2 := newNS(t), newNS(t)
+	cfg := pathConfig(ns1, ns2, 1,
+		DirectionConfig{Delay: 10 * time.Millisecond},
+		DirectionConfig{Delay: 10 * time.Millisecond})
+	p := startPath(t, cfg)
+	dst := netip.AddrPortFrom(cfg.Addr2.Addr(), 7001)
+	udpEcho(t, ns2, dst.Addr(), int(dst.Port()))
+
+	check := func(what string, want time.Duration) {
+		t.Helper()
+		rtts := probeRTT(t, ns1, dst, 50, 10*time.Millisecond)
+		if len(rtts) != 50 {
+			t.Fatalf("%s: %d of 50 probes came back on a lossless path", what, len(rtts))
+		}
+		med := pct(rtts, 0.5)
+		t.Logf("%s: rtt min %v median %v p90 %v max %v (want %v)", what, rtts[0], med, pct(rtts, 0.9), rtts[len(rtts)-1], want)
+		if rtts[0] < want {
+			t.Errorf("%s: rtt %v shorter than the configured %v", what, rtts[0], want)
+		}
+		if med > want+time.Millisecond {
+			t.Errorf("%s: median rtt %v more than 1 ms above %v", what, med, want)
+		}
+	}
+	check("10ms+10ms", 20*time.Millisecond)
+
+	// Live change: the forward direction grows to 25 ms.
+	if err := p.SetForward(DirectionConfig{Delay: 25 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	check("25ms+10ms", 35*time.Millisecond)
+
+	fwd, rev := waitIdle(t, p)
+	if fwd.SentPackets != 100 || rev.SentPackets != 100 || fwd.DeliveredPackets != 100 || rev.DeliveredPackets != 100 {
+		t.Errorf("want exactly the 100 probes and 100 replies, got fwd %+v rev %+v", fwd, rev)
+	}
+	if fwd.DeliveredBytes != 100*(20+8+64) {
+		t.Errorf("forward delivered %d bytes, want %d (100 IPv4/UDP packets of 64 bytes)", fwd.DeliveredBytes, 100*92)
+	}
+	t.Logf("release lateness: fwd mean %v max %v, rev mean %v max %v", fwd.MeanLate(), fwd.LateMax, rev.MeanLate(), rev.LateMax)
+}
+
+func TestPathRate(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	ns1, ns2 := newNS(t), newNS(t)
+	const rate = 20_000_000
+	cfg := pathConfig(ns1, ns2, 2,
+		DirectionConfig{Rate: rate, Delay: 2 * time.Millisecond, QueuePackets: 100},
+		DirectionConfig{Delay: 2 * time.Millisecond})
+	p := startPath(t, cfg)
+
+	before, _ := p.Stats()
+	start := time.Now()
+	res := tcpBulk(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7002), time.Second, 2*time.Second)
+	after, _ := p.Stats()
+	elapsed := time.Since(start)
+
+	// TCP payload per 1500-byte IP packet: 1500 - 20 (IP) - 32 (TCP with
+	// timestamps) = 1448 bytes.
+	want := rate * 1448.0 / 1500
+	t.Logf("goodput %.2f Mbit/s (want %.2f), tcp min_rtt %v srtt %v", res.goodput/1e6, want/1e6, res.minRTT, res.srtt)
+	if math.Abs(res.goodput-want)/want > 0.10 {
+		t.Errorf("goodput %.2f Mbit/s not within 10%% of %.2f", res.goodput/1e6, want/1e6)
+	}
+	// The link never delivers faster than its rate, whatever TCP does.
+	ipRate := float64(after.DeliveredBytes-before.DeliveredBytes) * 8 / elapsed.Seconds()
+	if ipRate > rate*1.01 {
+		t.Errorf("delivered %.2f Mbit/s of IP bytes on a %v Mbit/s link", ipRate/1e6, rate/1e6)
+	}
+	if after.DroppedQueue == 0 {
+		t.Errorf("a saturating TCP flow never overflowed a 100-packet queue: %+v", after)
+	}
+	fwd, rev := waitIdle(t, p)
+	t.Logf("fwd %+v", fwd)
+	t.Logf("rev %+v", rev)
+}
+
+func TestPathLoss(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	ns1, ns2 := newNS(t), newNS(t)
+	const loss, n = 0.05, 20000
+	cfg := pathConfig(ns1, ns2, 3,
+		DirectionConfig{Loss: loss, Seed: 1, Delay: time.Millisecond},
+		DirectionConfig{})
+	p := startPath(t, cfg)
+
+	got := udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7003), n, 200, 20000)
+	measured := 1 - float64(got)/n
+	t.Logf("received %d of %d: loss %.4f (configured %v)", got, n, measured, loss)
+	if math.Abs(measured-loss)/loss > 0.10 {
+		t.Errorf("measured loss %.4f not within 10%% of %v", measured, loss)
+	}
+	fwd, _ := waitIdle(t, p)
+	if fwd.SentPackets != n || fwd.DeliveredPackets != uint64(got) || fwd.DroppedLoss != n-uint64(got) || fwd.DroppedQueue != 0 {
+		t.Errorf("counters %+v disagree with %d sent, %d received", fwd, n, got)
+	}
+	if fwd.SentBytes != n*228 {
+		t.Errorf("SentBytes %d, want %d", fwd.SentBytes, n*228)
+	}
+}
+
+func TestPathCloseRemovesDevices(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	ns1, ns2 := newNS(t), newNS(t)
+	cfg := pathConfig(ns1, ns2, 4, DirectionConfig{Delay: time.Second}, DirectionConfig{})
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			p.Close()
+		}
+	})
+	if l := links(t, ns1); !slices.Contains(l, cfg.Dev1) {
+		t.Fatalf("%s not in %s: %v", cfg.Dev1, ns1, l)
+	}
+	// A second path may not take the same device names.
+	if _, err := Start(cfg); err == nil {
+		t.Fatal("second Start with the same devices succeeded")
+	}
+	// Leave packets in the 1 s delay line: Close must not wait for them.
+	udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7004), 10, 100, 1000)
+	begin := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	if d := time.Since(begin); d > 200*time.Millisecond {
+		t.Errorf("Close took %v", d)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, ns := range []string{ns1, ns2} {
+		if l := links(t, ns); !slices.Equal(l, []string{"lo"}) {
+			t.Errorf("after Close %s still has %v", ns, l)
+		}
+	}
+}
+
+func TestPathStartFailureCleansUp(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	ns1, ns2 := newNS(t), newNS(t)
+	// The device in ns2 cannot be created ("lo" exists), after the one in
+	// ns1 was: Start must remove that one again.
+	cfg := pathConfig(ns1, ns2, 5, DirectionConfig{}, DirectionConfig{})
+	cfg.Dev2 = "lo"
+	if _, err := Start(cfg); err == nil {
+		t.Fatal("Start succeeded with an existing device name")
+	} else {
+		t.Log(err)
+	}
+	// Now fail later, while configuring: an address family mismatch is
+	// caught early, so use an address ip rejects (a multicast local one).
+	cfg = pathConfig(ns1, ns2, 5, DirectionConfig{}, DirectionConfig{})
+	cfg.Addr2 = netip.MustParsePrefix("0.0.0.0/0")
+	if _, err := Start(cfg); err == nil {
+		t.Fatal("Start succeeded with address 0.0.0.0/0")
+	} else {
+		t.Log(err)
+	}
+	cfg = pathConfig(ns1, "lkem-does-not-exist", 5, DirectionConfig{}, DirectionConfig{})
+	if _, err := Start(cfg); err == nil {
+		t.Fatal("Start succeeded with a missing namespace")
+	}
+	for _, ns := range []string{ns1, ns2} {
+		if l := links(t, ns); !slices.Equal(l, []string{"lo"}) {
+			t.Errorf("after failed Starts %s has %v", ns, l)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+// Package stats turns the per-subflow BPF map (struct mpcc_subflow in
+// bpf/mpcc_types.h) into typed records, one per live subflow.
+package stats
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+)
+
+// Raw mirrors struct mpcc_subflow field for field (no implicit padding).
+// TestRawMatchesBTF checks it against the compiled objects.
+type Raw struct {
+	ID         uint64
+	Token      uint32
+	Algo       uint32
+	Family     uint16
+	Sport      uint16
+	Dport      uint16
+	LocalID    uint8
+	RemoteID   uint8
+	SubflowID  uint32
+	Flags      uint32
+	Saddr      [16]byte
+	Daddr      [16]byte
+	Cwnd       uint32
+	Ssthresh   uint32
+	SRTTUs     uint32
+	RTTVarUs   uint32
+	MinRTTUs   uint32
+	CAState    uint32
+	InFlight   uint32
+	NPaths     uint32
+	Delivered  uint64
+	Lost       uint64
+	Retrans    uint64
+	BytesAcked uint64
+	BytesSent  uint64
+	PacingRate uint64
+	Coupled    int64
+	LISADebt   uint32
+	LISAGiven  uint32
+	LISATaken  uint32
+	Pad        uint32
+	UpdatedNs  uint64
+}
+
+// RawSize is the size of struct mpcc_subflow.
+const RawSize = int(unsafe.Sizeof(Raw{}))
+
+const (
+	flagMPTCP  = 1
+	flagBackup = 2
+	afInet6    = 10
+)
+
+// Subflow is one live subflow as the congestion control sees it.
+type Subflow struct {
+	CC        string `json:"cc"`   // registered name, e.g. mptcp_olia
+	Algo      string `json:"algo"` // algorithm, e.g. olia
+	ID        uint64 `json:"id"`   // mptcp-cc's id, unique while the subflow lives
+	Token     uint32 `json:"token"`
+	SubflowID uint32 `json:"subflow_id"` // the kernel's id within the connection
+	LocalID   uint8  `json:"local_id"`   // address ids, as the path manager names them
+	RemoteID  uint8  `json:"remote_id"`
+	MPTCP     bool   `json:"mptcp"`
+	Backup    bool   `json:"backup"`
+
+	Local  netip.AddrPort `json:"local"`
+	Remote netip.AddrPort `json:"remote"`
+
+	Cwnd        uint32        `json:"cwnd_segments"`
+	Ssthresh    uint32        `json:"ssthresh_segments"`
+	SRTT        time.Duration `json:"srtt_ns"`
+	RTTVar      time.Duration `json:"rttvar_ns"`
+	MinRTT      time.Duration `json:"min_rtt_ns"`
+	CAState     string        `json:"ca_state"`
+	InFlight    uint32        `json:"in_flight_segments"`
+	Paths       uint32        `json:"coupled_paths"`
+	Delivered   uint64        `json:"delivered_segments"`
+	Lost        uint64        `json:"lost_segments"`
+	Retrans     uint64        `json:"retrans_segments"`
+	BytesAcked  uint64        `json:"bytes_acked"`
+	BytesSent   uint64        `json:"bytes_sent"`
+	PacingRate  uint64        `json:"pacing_rate_bytes_per_second"`
+	Coupled     float64       `json:"coupled"`
+	CoupledName string        `json:"coupled_name"`
+	LISAGiven   uint32        `json:"lisa_given_segments"`
+	LISATaken   uint32        `json:"lisa_taken_segments"`
+	UpdatedNs   uint64        `json:"updated_monotonic_ns"`
+}
+
+var caStates = []string{"open", "disorder", "cwr", "recovery", "loss"}
+
+// Decode converts a raw map value. algo and coupledName name the algorithm
+// (the BPF side only knows its numeric id).
+func (r Raw) Decode(cc, algo, coupledName string) Subflow {
+	s := Subflow{
+		CC: cc, Algo: algo, ID: r.ID, Token: r.Token, SubflowID: r.SubflowID,
+		LocalID: r.LocalID, RemoteID: r.RemoteID,
+		MPTCP: r.Flags&flagMPTCP != 0, Backup: r.Flags&flagBackup != 0,
+		Cwnd: r.Cwnd, Ssthresh: r.Ssthresh,
+		SRTT:   time.Duration(r.SRTTUs) * time.Microsecond,
+		RTTVar: time.Duration(r.RTTVarUs) * time.Microsecond,
+		MinRTT: time.Duration(r.MinRTTUs) * time.Microsecond,
+		InFlight: r.InFlight, Paths: r.NPaths, Delivered: r.Delivered, Lost: r.Lost,
+		Retrans: r.Retrans, BytesAcked: r.BytesAcked, BytesSent: r.BytesSent,
+		PacingRate: r.PacingRate, Coupled: float64(r.Coupled) / (1 << 32),
+		CoupledName: coupledName, LISAGiven: r.LISAGiven, LISATaken: r.LISATaken,
+		UpdatedNs: r.UpdatedNs,
+	}
+	if int(r.CAState) < len(caStates) {
+		s.CAState = caStates[r.CAState]
+	} else {
+		s.CAState = fmt.Sprint(r.CAState)
+	}
+	if r.Family == afInet6 {
+		s.Local = netip.AddrPortFrom(netip.AddrFrom16(r.Saddr).Unmap(), r.Sport)
+		s.Remote = netip.AddrPortFrom(netip.AddrFrom16(r.Daddr).Unmap(), r.Dport)
+	} else {
+		s.Local = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Saddr[:4])), r.Sport)
+		s.Remote = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Daddr[:4])), r.Dport)
+	}
+	return s
+}
+
+// ReadMap returns every subflow in one subflows map.
+func ReadMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
+	var (
+		key uint64
+		raw Raw
+		out []Subflow
+	)
+	it := m.Iterate()
+	for it.Next(&key, &raw) {
+		out = append(out, raw.Decode(cc, algo, coupledName))
+	}
+	if err := it.Err(); err != nil && !errors.Is(err, ebpf.ErrIterationAborted) {
+		return out, err
+	}
+	return out, nil
+}
+
+// Sort orders subflows by connection token, then kernel subflow id, so
+// tables stay stable from one refresh to the next.
+func Sort(s []Subflow) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].Token != s[j].Token {
+			return s[i].Token < s[j].Token
+		}
+		if s[i].SubflowID != s[j].SubflowID {
+			return s[i].SubflowID < s[j].SubflowID
+		}
+		return s[i].ID < s[j].ID
+	})
+}
+
+// ReadAll returns the subflows of every congestion control loaded under
+// root, sorted with Sort.
+func ReadAll(root string) ([]Subflow, error) {
+	loaded, err := cc.List(root)
+	if err != nil {
+		return nil, err
+	}
+	var all []Subflow
+	for _, l := range loaded {
+		m, err := cc.OpenSubflows(root, l.Name)
+		if err != nil {
+			return nil, err
+		}
+		coupled := ""
+		if a, err := cc.Lookup(l.Algo); err == nil {
+			coupled = a.Coupled
+		}
+		s, err := ReadMap(m, l.Name, l.Algo, coupled)
+		m.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading subflows of %s: %w", l.Name, err)
+		}
+		all = append(all, s...)
+	}
+	Sort(all)
+	return all, nil
+}
