@@ -68,7 +68,7 @@ type Endpoint struct {
 	// Addr is the local address; required when adding.
 	Addr netip.Addr
 	// Port is announced with signal endpoints; 0 means none.
-	Port uint16
+	Port  uint16
 	Flags EndpointFlags
 	// IfIndex binds subflows created from this endpoint to an interface;
 	// 0 means unbound.

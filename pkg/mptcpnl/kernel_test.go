@@ -670,4 +670,3 @@ func checkConnEvent(t *testing.T, what string, e Event, token uint32, local, rem
 		t.Errorf("%s flags %#x have EventFlagServerSide on the client", what, uint16(e.Flags))
 	}
 }
-
