@@ -10,7 +10,7 @@ import (
 // is a perfect link: no delay, no loss, unlimited rate and queue.
 type DirectionConfig struct {
 	// Rate is the bottleneck rate in bits per second of IP bytes; 0 means
-	// unlimited. Ignored when Trace is set.
+	// unlimited. Must be 0 when Trace is set.
 	Rate int64
 	// Delay is the one-way propagation delay added after serialization.
 	Delay time.Duration

@@ -81,7 +81,6 @@ func pathConfig(ns1, ns2 string, n int, fwd, rev DirectionConfig) PathConfig {
 	}
 }
 
-
 // links lists the interface names in a namespace.
 func links(t testing.TB, ns string) []string {
 	t.Helper()
@@ -273,8 +272,9 @@ func tcpBulk(t testing.TB, ns1, ns2 string, dst netip.AddrPort, warm, measure ti
 }
 
 // udpCount sends n datagrams of size bytes from ns1 to dst in ns2, paced
-// at rate packets per second, and returns how many the receiver got.
-func udpCount(t testing.TB, ns1, ns2 string, dst netip.AddrPort, n, size int, rate float64) int {
+// at rate packets per second, and returns how many the receiver got and how
+// long sending took.
+func udpCount(t testing.TB, ns1, ns2 string, dst netip.AddrPort, n, size int, rate float64) (got int, sending time.Duration) {
 	t.Helper()
 	var rc *net.UDPConn
 	inNS(t, ns2, func() (err error) {
@@ -284,7 +284,6 @@ func udpCount(t testing.TB, ns1, ns2 string, dst netip.AddrPort, n, size int, ra
 	defer rc.Close()
 	rc.SetReadBuffer(4 << 20)
 	var mu sync.Mutex
-	got := 0
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -316,6 +315,7 @@ func udpCount(t testing.TB, ns1, ns2 string, dst netip.AddrPort, n, size int, ra
 			time.Sleep(ahead)
 		}
 	}
+	sending = time.Since(start)
 	// Wait until nothing has arrived for a while.
 	for last := -1; ; {
 		time.Sleep(300 * time.Millisecond)
@@ -329,6 +329,5 @@ func udpCount(t testing.TB, ns1, ns2 string, dst netip.AddrPort, n, size int, ra
 	}
 	rc.Close()
 	<-done
-	return got
+	return got, sending
 }
-

@@ -292,3 +292,21 @@ func TestFifoWraps(t *testing.T) {
 		t.Fatalf("len %d, want %d", q.len(), next-want)
 	}
 }
+
+func TestOfferDoesNotAllocate(t *testing.T) {
+	l := newTestLink(t, DirectionConfig{Rate: 100_000_000, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, Loss: 0.01, QueuePackets: 1000})
+	now := t0
+	// Let the bottleneck queue reach its steady size first; after that the
+	// per-packet path must not allocate.
+	for i := 0; i < 2000; i++ {
+		now = now.Add(100 * time.Microsecond)
+		l.Offer(now, 1500)
+	}
+	allocs := testing.AllocsPerRun(10_000, func() {
+		now = now.Add(100 * time.Microsecond)
+		l.Offer(now, 1500)
+	})
+	if allocs != 0 {
+		t.Fatalf("Offer allocates %v times per packet", allocs)
+	}
+}

@@ -86,6 +86,7 @@ func Start(cfg PathConfig) (*Path, error) {
 	pool := &sync.Pool{New: func() any { return &packet{buf: make([]byte, mtu)} }}
 	p.fwd = newForwarder(fwdLink, p.tun1, p.tun2, pool, &p.stop)
 	p.rev = newForwarder(revLink, p.tun2, p.tun1, pool, &p.stop)
+	reserveProcs(2)
 	p.fwd.start(&p.wg)
 	p.rev.start(&p.wg)
 	return p, nil
@@ -140,6 +141,7 @@ func (p *Path) Close() error {
 		p.tun1.Close()
 		p.tun2.Close()
 		p.wg.Wait()
+		releaseProcs(2)
 	})
 	return errors.Join(p.fwd.err, p.rev.err)
 }
