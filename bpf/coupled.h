@@ -553,6 +553,11 @@ void BPF_PROG(mpcc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		if (cwnd > tp->snd_cwnd_clamp)
 			cwnd = tp->snd_cwnd_clamp;
 		tp->snd_cwnd = cwnd;
+		/* A coupled decrease (OLIA's negative alpha) is congestion
+		 * avoidance too: keep ssthresh at the window, or the next ACK
+		 * would slow-start straight back and undo it. */
+		if (delta < 0 && tp->snd_ssthresh > tp->snd_cwnd)
+			tp->snd_ssthresh = tp->snd_cwnd;
 	}
 	tracing = mpcc_params()->trace;
 	if (tracing)
@@ -578,6 +583,7 @@ __u32 BPF_PROG(mpcc_ssthresh, struct sock *sk)
 	ca->acc = 0;
 
 	mpcc_collect(sk, &c);
+	o.coupled = ca->coupled; /* hooks that do not recompute it keep it */
 	algo_ssthresh(&c, &o);
 	ca->coupled = o.coupled;
 	if (mpcc_params()->trace)

@@ -71,8 +71,9 @@ func inspect(root, name string) (Loaded, error) {
 	}
 	defer sm.Close()
 	var key uint64
+	val := make([]byte, sm.ValueSize())
 	it := sm.Iterate()
-	for it.Next(&key, nil) {
+	for it.Next(&key, &val) {
 		l.Subflows++
 	}
 	return l, it.Err()

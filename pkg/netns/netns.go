@@ -118,3 +118,6 @@ func run(argv ...string) error {
 	}
 	return nil
 }
+
+// Run runs a command in the caller's namespace, with its output in the error.
+func Run(argv ...string) error { return run(argv...) }

@@ -1,0 +1,156 @@
+package cc_test
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// Every coupled CC carries a two-path MPTCP transfer: both subflows run it,
+// coupled with each other, and every byte arrives.
+func TestTwoPathTransferEach(t *testing.T) {
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{
+		Paths:       []int{0, 1},
+		Bottlenecks: []topo.Shaping{{RateBits: 50e6}, {RateBits: 50e6}},
+		Subflows:    true,
+	})
+	for _, a := range cc.Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			name := testenv.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+			var mid []int
+			var tokens = map[uint32]bool{}
+			run(t, n, []flow{{path: 0, mptcp: true, cc: name}}, time.Second, 2*time.Second, func(end bool) {
+				subs := subflowsOf(t, root, name)
+				mid = append(mid, len(subs))
+				for _, s := range subs {
+					tokens[s.Token] = true
+					if !s.MPTCP || s.Paths != 2 || s.Cwnd == 0 || s.SRTT == 0 {
+						t.Errorf("subflow %+v: want an MPTCP subflow coupled with 2 paths", s)
+					}
+				}
+			})
+			if mid[0] != 2 || mid[1] != 2 {
+				t.Errorf("subflows in the map during the transfer: %v, want 2", mid)
+			}
+			if len(tokens) != 1 {
+				t.Errorf("subflows carry tokens %v, want one connection", tokens)
+			}
+			waitEmpty(t, root, name)
+		})
+	}
+}
+
+// waitEmpty fails unless the CC's map empties (sockets release their state
+// a moment after close).
+func waitEmpty(t *testing.T, root, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		subs := subflowsOf(t, root, name)
+		if len(subs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subflow entries left after every connection closed: %+v", len(subs), subs)
+		}
+	}
+}
+
+// Unloading while a connection uses the CC breaks nothing: the kernel keeps
+// the programs until the socket is released.
+func TestUnloadWhileInUse(t *testing.T) {
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{
+		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
+	})
+	a, _ := cc.Lookup("olia")
+	name := "t_unl_" + topo.Suffix()
+	if err := cc.Load(a, cc.Options{Name: name, PinRoot: root}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Unload(name, root) })
+
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if err := cc.Unload(name, root); err != nil {
+		t.Fatalf("unload during the transfer: %v", err)
+	}
+	if cc.IsRegistered(name) {
+		t.Fatal("still registered after unload")
+	}
+	res, err := c.Wait()
+	if err != nil {
+		t.Fatalf("transfer after unload: %v", err)
+	}
+	if !res.Intact || res.Delivered != 8<<20 {
+		t.Fatalf("transfer after unload: %+v", res)
+	}
+}
+
+// Churn: many short MPTCP connections, each with its join, leave no entry.
+func TestNoEntriesAfterChurn(t *testing.T) {
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
+	name := testenv.Load(t, root, "lia", cc.Params{})
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	const conns = 1000
+	joins0 := mibCounter(t, n.Server, "MPTcpExtMPJoinAckRx")
+	for i := 0; i < conns; i++ {
+		res, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 256 << 10})
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		if !res.Intact {
+			t.Fatalf("connection %d: not intact: %+v", i, res)
+		}
+	}
+	// The join path (init of a second subflow, then its release) must have
+	// been exercised, not only single-subflow connections.
+	joins := mibCounter(t, n.Server, "MPTcpExtMPJoinAckRx") - joins0
+	t.Logf("%d connections, %d joined subflows", conns, joins)
+	if joins < conns/2 {
+		t.Fatalf("only %d of %d connections got their second subflow", joins, conns)
+	}
+	waitEmpty(t, root, name)
+}
+
+// mibCounter reads one of the kernel's SNMP/MPTCP counters in a namespace.
+func mibCounter(t *testing.T, ns, name string) uint64 {
+	t.Helper()
+	out, err := netns.Output(ns, "nstat", "-asz", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == name {
+			v, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("counter %s not found in %q", name, out)
+	return 0
+}

@@ -1,0 +1,349 @@
+// Package xfer is the project's own transfer tool: a sink server and a
+// sending client over MPTCP (or TCP), with the congestion control chosen per
+// socket, byte counts the receiver measures (what was delivered, not what sat
+// in a send buffer), completion times, and an end-to-end integrity check.
+//
+// Protocol: the client sends a payload and half-closes; the server answers
+// with the byte count and SHA-256 it received and closes. The payload is a
+// fixed pseudo-random block of a prime length, repeated, so a lost, doubled
+// or misplaced segment changes the hash.
+package xfer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+)
+
+const blockLen = 1<<20 + 7 // prime-ish, so repetitions do not align with buffers
+
+var block = func() []byte {
+	b := make([]byte, blockLen)
+	r := rand.New(rand.NewPCG(0x6d70746370, 0x6363))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}()
+
+// Server is a sink that counts what each connection delivered.
+type Server struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns map[netip.AddrPort]*Received
+	wg    sync.WaitGroup
+}
+
+// Received is what one connection has delivered so far.
+type Received struct {
+	bytes atomic.Int64
+	Start time.Time
+	done  chan struct{}
+	End   time.Time
+	Err   error
+}
+
+// Bytes delivered so far.
+func (r *Received) Bytes() int64 { return r.bytes.Load() }
+
+// Listen starts a sink on addr inside the named network namespace ("" for
+// the current one). mptcp selects IPPROTO_MPTCP.
+func Listen(ns string, addr netip.AddrPort, mptcp bool) (*Server, error) {
+	s := &Server{conns: map[netip.AddrPort]*Received{}}
+	listen := func() error {
+		var lc net.ListenConfig
+		lc.SetMultipathTCP(mptcp)
+		ln, err := lc.Listen(context.Background(), "tcp", addr.String())
+		s.ln = ln
+		return err
+	}
+	var err error
+	if ns == "" {
+		err = listen()
+	} else {
+		err = netns.Do(ns, listen)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Addr is the listening address.
+func (s *Server) Addr() netip.AddrPort {
+	return s.ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		r := &Received{Start: time.Now(), done: make(chan struct{})}
+		remote := c.RemoteAddr().(*net.TCPAddr).AddrPort()
+		remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+		s.mu.Lock()
+		s.conns[remote] = r
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serve(c, r)
+		}()
+	}
+}
+
+func (s *Server) serve(c net.Conn, r *Received) {
+	defer c.Close()
+	defer close(r.done)
+	h := sha256.New()
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			r.bytes.Add(int64(n))
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			r.Err = err
+			r.End = time.Now()
+			return
+		}
+	}
+	r.End = time.Now()
+	var reply [8 + sha256.Size]byte
+	binary.BigEndian.PutUint64(reply[:8], uint64(r.bytes.Load()))
+	copy(reply[8:], h.Sum(nil))
+	if _, err := c.Write(reply[:]); err != nil {
+		r.Err = err
+	}
+}
+
+// Conn returns the record of the connection whose client (initial subflow)
+// is at remote, waiting up to a second for it to be accepted.
+func (s *Server) Conn(remote netip.AddrPort) (*Received, error) {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		r := s.conns[remote]
+		s.mu.Unlock()
+		if r != nil {
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no connection from %s", remote)
+		}
+	}
+}
+
+// Close stops accepting and waits for the connections to finish.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+// Options for one transfer.
+type Options struct {
+	NS     string         // client namespace ("" for the current one)
+	Local  netip.Addr     // source address (zero: any)
+	Remote netip.AddrPort // server
+	MPTCP  bool
+	CC     string        // congestion control for the socket ("" keeps the default)
+	Bytes  int64         // send this much...
+	For    time.Duration // ...or for this long (Bytes == 0)
+	// NoHash skips hashing on the client (for throughput benchmarks where
+	// SHA-256 would be the bottleneck); the server still reports its count.
+	NoHash bool
+}
+
+// Result of one transfer.
+type Result struct {
+	Sent      int64         // bytes the client wrote
+	Delivered int64         // bytes the server says it received
+	Duration  time.Duration // from connect to the server's reply
+	Intact    bool          // byte count and SHA-256 agree end to end
+	CC        string        // congestion control the socket actually ran
+	Local     netip.AddrPort
+}
+
+// Client is a running transfer.
+type Client struct {
+	conn  *net.TCPConn
+	local netip.AddrPort
+	cc    string
+	opts  Options
+	start time.Time
+	sent  atomic.Int64
+	done  chan struct{}
+	res   Result
+	err   error
+}
+
+// Start connects and begins sending in the background.
+func Start(o Options) (*Client, error) {
+	var conn net.Conn
+	dial := func() error {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		d.SetMultipathTCP(o.MPTCP)
+		if o.Local.IsValid() {
+			d.LocalAddr = &net.TCPAddr{IP: o.Local.AsSlice()}
+		}
+		if o.CC != "" {
+			d.Control = func(_, _ string, rc syscall.RawConn) error {
+				var serr error
+				err := rc.Control(func(fd uintptr) {
+					serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC)
+				})
+				if serr != nil {
+					return fmt.Errorf("setting congestion control %q: %w", o.CC, serr)
+				}
+				return err
+			}
+		}
+		c, err := d.Dial("tcp", o.Remote.String())
+		conn = c
+		return err
+	}
+	var err error
+	if o.NS == "" {
+		err = dial()
+	} else {
+		err = netns.Do(o.NS, dial)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", o.Remote, err)
+	}
+	tc := conn.(*net.TCPConn)
+	c := &Client{conn: tc, opts: o, start: time.Now(), done: make(chan struct{})}
+	la := tc.LocalAddr().(*net.TCPAddr).AddrPort()
+	c.local = netip.AddrPortFrom(la.Addr().Unmap(), la.Port())
+	c.cc = congestionControl(tc)
+	go c.run()
+	return c, nil
+}
+
+// Local is the client's address of the (initial) subflow: the key the
+// server files the connection under.
+func (c *Client) Local() netip.AddrPort { return c.local }
+
+// Sent is how many bytes the client has written so far.
+func (c *Client) Sent() int64 { return c.sent.Load() }
+
+// Wait blocks until the transfer ends.
+func (c *Client) Wait() (Result, error) {
+	<-c.done
+	return c.res, c.err
+}
+
+func (c *Client) run() {
+	defer close(c.done)
+	defer c.conn.Close()
+	var h hash.Hash
+	if !c.opts.NoHash {
+		h = sha256.New()
+	}
+	deadline := time.Time{}
+	if c.opts.Bytes == 0 {
+		deadline = c.start.Add(c.opts.For)
+		_ = c.conn.SetWriteDeadline(deadline)
+	}
+	var off int
+	for {
+		chunk := block[off:]
+		if len(chunk) > 128<<10 {
+			chunk = chunk[:128<<10]
+		}
+		if c.opts.Bytes > 0 {
+			if left := c.opts.Bytes - c.sent.Load(); left <= 0 {
+				break
+			} else if int64(len(chunk)) > left {
+				chunk = chunk[:left]
+			}
+		}
+		n, err := c.conn.Write(chunk)
+		if n > 0 {
+			if h != nil {
+				h.Write(chunk[:n])
+			}
+			c.sent.Add(int64(n))
+			off = (off + n) % blockLen
+		}
+		if err != nil {
+			if !deadline.IsZero() && errors.Is(err, unix.ETIMEDOUT) || isTimeout(err) {
+				break
+			}
+			c.err = fmt.Errorf("send: %w", err)
+			return
+		}
+	}
+	_ = c.conn.SetWriteDeadline(time.Time{})
+	if err := c.conn.CloseWrite(); err != nil {
+		c.err = fmt.Errorf("half-close: %w", err)
+		return
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	var reply [8 + sha256.Size]byte
+	if _, err := io.ReadFull(c.conn, reply[:]); err != nil {
+		c.err = fmt.Errorf("reading the server's receipt: %w", err)
+		return
+	}
+	c.res = Result{
+		Sent:      c.sent.Load(),
+		Delivered: int64(binary.BigEndian.Uint64(reply[:8])),
+		Duration:  time.Since(c.start),
+		CC:        c.cc,
+		Local:     c.local,
+	}
+	c.res.Intact = c.res.Delivered == c.res.Sent
+	if h != nil {
+		c.res.Intact = c.res.Intact && string(h.Sum(nil)) == string(reply[8:])
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Run is Start and Wait.
+func Run(o Options) (Result, error) {
+	c, err := Start(o)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.Wait()
+}
+
+func congestionControl(c *net.TCPConn) string {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var name string
+	_ = rc.Control(func(fd uintptr) {
+		name, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	})
+	return name
+}
