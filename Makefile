@@ -17,7 +17,9 @@ DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd \
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c bpf/*.h)
 VMLINUX  := bpf/include/vmlinux.h
-GEN_STAMP := pkg/cc/.generated
+# Every package with BPF objects has a gen.go with its go:generate lines.
+GEN_FILES := $(shell find pkg -name gen.go)
+GEN_STAMP := .generated
 
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
@@ -43,8 +45,8 @@ $(VMLINUX):
 	@test -r /sys/kernel/btf/vmlinux || { echo "kernel has no BTF (/sys/kernel/btf/vmlinux): needs CONFIG_DEBUG_INFO_BTF=y"; exit 1; }
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(GEN_STAMP): $(BPF_SRC) $(VMLINUX) pkg/cc/gen.go
-	cd pkg/cc && $(GO) generate ./...
+$(GEN_STAMP): $(BPF_SRC) $(VMLINUX) $(GEN_FILES)
+	$(GO) generate $(addprefix ./,$(dir $(GEN_FILES)))
 	@touch $@
 
 generate: $(GEN_STAMP)
@@ -64,11 +66,13 @@ test: deps build
 test-short: generate
 	$(GO) test -p 1 -count=1 -short ./...
 
+# Benchmarks are tests named TestBench*, gated by these variables so the
+# normal suite skips them; each prints its side-by-side table.
 bench: deps build
-	MPTCP_CC_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run 'Bench' -v ./pkg/cc/ ./pkg/linkem/
+	MPTCP_CC_BENCH=1 LINKEM_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run 'TestBench' -v ./... | tee bench.log
 
 demo: deps build
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin $(VMLINUX) $(GEN_STAMP) pkg/cc/*_bpfel.go pkg/cc/*_bpfel.o
+	rm -rf bin $(VMLINUX) $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
