@@ -84,6 +84,12 @@ func (t *TraceReader) loop() {
 			return
 		}
 		var e TraceEvent
+		// The size check is what keeps this mirror honest: the event type
+		// never reaches the object's BTF (only a local pointer uses it).
+		if len(rec.RawSample) != binary.Size(e) {
+			t.setErr(fmt.Errorf("trace event of %d bytes, the Go mirror has %d: bpf/mpcc_types.h and pkg/cc/trace.go disagree", len(rec.RawSample), binary.Size(e)))
+			return
+		}
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &e); err != nil {
 			t.setErr(fmt.Errorf("decoding a trace event of %d bytes: %w", len(rec.RawSample), err))
 			return

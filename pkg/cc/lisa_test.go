@@ -1,0 +1,82 @@
+package cc_test
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// LISA: a subflow that joins a connection whose first subflow has a large
+// window takes half of it instead of starting with its own initial window,
+// and the donor gives that much up. Without LISA the newcomer starts at the
+// initial window and nobody gives anything.
+func TestLISAJoinTakesShare(t *testing.T) {
+	root := testenv.PinRoot(t)
+	for _, lisa := range []bool{true, false} {
+		sh := topo.Shaping{RateBits: 20e6, Delay: 20 * time.Millisecond, QueueBytes: 100 * 1500}
+		// No subflow endpoint yet: the second path is added mid-transfer,
+		// when the first subflow's window has grown.
+		n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{sh, sh}})
+		name := testenv.Load(t, root, "olia", cc.Params{LISA: lisa})
+
+		srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		before := subflowsOf(t, root, name)
+		if len(before) != 1 {
+			t.Fatalf("want one subflow before the join, have %d", len(before))
+		}
+		if err := netns.Exec(n.Client, "ip", "mptcp", "endpoint", "add", topo.ClientAddr(1).String(), "dev", "p1", "subflow"); err != nil {
+			t.Fatal(err)
+		}
+		var donor, joiner stats.Subflow
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			subs := subflowsOf(t, root, name)
+			if len(subs) == 2 {
+				for _, s := range subs {
+					if s.ID == before[0].ID {
+						donor = s
+					} else {
+						joiner = s
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no second subflow joined (have %d)", len(subs))
+			}
+		}
+		if _, err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		t.Logf("lisa=%v: donor cwnd %d before the join; joiner took %d, donor gave %d",
+			lisa, before[0].Cwnd, joiner.LISATaken, donor.LISAGiven)
+		if !lisa {
+			if joiner.LISATaken != 0 || donor.LISAGiven != 0 {
+				t.Errorf("without LISA a window was shared: taken %d, given %d", joiner.LISATaken, donor.LISAGiven)
+			}
+			continue
+		}
+		if joiner.LISATaken < 10 || joiner.LISATaken != donor.LISAGiven {
+			t.Errorf("with LISA the joiner took %d and the donor gave %d; want equal shares of at least an initial window",
+				joiner.LISATaken, donor.LISAGiven)
+		}
+		if 2*joiner.LISATaken > before[0].Cwnd*3/2 {
+			t.Errorf("joiner took %d of a window that was %d shortly before: more than half", joiner.LISATaken, before[0].Cwnd)
+		}
+	}
+}
