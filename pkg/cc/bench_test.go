@@ -1,0 +1,152 @@
+package cc_test
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// TestBenchGoodput (make bench) measures what a BPF coupled CC costs against
+// the kernel's built-in Reno on the same MPTCP setup: two subflows over
+// unshaped veth, maximum goodput and CPU time per gigabyte. Runs alternate
+// between the CCs, round after round, so drift on this noisy machine hits
+// all of them alike; the table reports medians and ratios to Reno.
+func TestBenchGoodput(t *testing.T) {
+	if os.Getenv("MPTCP_CC_BENCH") == "" {
+		t.Skip("benchmark: run with make bench")
+	}
+	const (
+		rounds = 5
+		runFor = 5 * time.Second
+	)
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
+	ccs := []string{"reno"}
+	label := map[string]string{"reno": "reno (built-in)"}
+	for _, a := range cc.Algorithms() {
+		name := testenv.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+		ccs = append(ccs, name)
+		label[name] = a.Name + " (BPF)"
+	}
+	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoHash: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	// The kernel's own accounting of BPF run time separates what the
+	// programs cost from what the algorithms do to the windows.
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Fatalf("enabling BPF run-time stats: %v", err)
+	}
+	defer stats.Close()
+
+	gbps := map[string][]float64{}
+	cpuPerGB := map[string][]float64{}
+	progNs := map[string]float64{}
+	progCalls := map[string]float64{}
+	busyTotal := map[string]float64{}
+	for r := 0; r < rounds; r++ {
+		for _, name := range ccs {
+			ns0, calls0 := bpfRunTime(t)
+			busy0 := cpuBusy(t)
+			res, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: runFor, NoHash: true})
+			busy1 := cpuBusy(t)
+			ns1, calls1 := bpfRunTime(t)
+			progNs[name] += ns1 - ns0
+			progCalls[name] += calls1 - calls0
+			busyTotal[name] += busy1 - busy0
+			if err != nil || !res.Intact {
+				t.Fatalf("%s: %v %+v", name, err, res)
+			}
+			gb := float64(res.Delivered) / 1e9
+			gbps[name] = append(gbps[name], gb*8/res.Duration.Seconds())
+			cpuPerGB[name] = append(cpuPerGB[name], (busy1-busy0)/gb)
+		}
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%d rounds x %v, 2 subflows over unshaped veth, medians:\n", rounds, runFor)
+	fmt.Fprintf(&b, "%-16s %10s %8s %14s %8s %12s %10s\n", "cc", "Gbit/s", "vs reno", "CPU s per GB", "vs reno", "BPF ns/call", "BPF % CPU")
+	reno, renoCPU := median(gbps["reno"]), median(cpuPerGB["reno"])
+	for _, name := range ccs {
+		g, c := median(gbps[name]), median(cpuPerGB[name])
+		perCall, share := "-", "-"
+		if progCalls[name] > 0 {
+			perCall = fmt.Sprintf("%.0f", progNs[name]/progCalls[name])
+			share = fmt.Sprintf("%.2f%%", 100*progNs[name]/1e9/busyTotal[name])
+		}
+		fmt.Fprintf(&b, "%-16s %10.2f %7.0f%% %14.3f %7.0f%% %12s %10s\n", label[name], g, 100*g/reno, c, 100*c/renoCPU, perCall, share)
+		if name != "reno" && g < 0.95*reno {
+			t.Errorf("%s reached %.0f%% of built-in Reno's goodput, goal >= 95%%", label[name], 100*g/reno)
+		}
+	}
+	t.Log(b.String())
+}
+
+// bpfRunTime sums the kernel's run-time accounting over every mptcp-cc
+// congestion-control program (only the CC under test runs at a time).
+func bpfRunTime(t *testing.T) (ns, calls float64) {
+	var id ebpf.ProgramID
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return ns, calls
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		info, err := p.Info()
+		var st *ebpf.ProgramStats
+		if err == nil && strings.HasPrefix(info.Name, "mpcc_") {
+			st, err = p.Stats()
+		}
+		p.Close()
+		if err != nil || st == nil {
+			continue
+		}
+		ns += float64(st.Runtime.Nanoseconds())
+		calls += float64(st.RunCount)
+	}
+}
+
+// cpuBusy is the machine's busy CPU time so far, in seconds (all cores:
+// the transfer's work is spread over both processes and softirqs).
+func cpuBusy(t *testing.T) float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])[1:]
+	var total, idle float64
+	for i, v := range f {
+		x, _ := strconv.ParseFloat(v, 64)
+		total += x
+		if i == 3 || i == 4 { // idle, iowait
+			idle += x
+		}
+	}
+	return (total - idle) / 100 // USER_HZ
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
