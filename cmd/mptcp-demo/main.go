@@ -1,0 +1,143 @@
+// mptcp-demo shows mptcp-cc at work in one command: it builds an emulated
+// two-path network (two namespaces joined through a router by a fast
+// short path and a slower long one), loads a coupled congestion control,
+// runs an MPTCP transfer over both paths and prints the live subflow table
+// every second. Everything it created is removed when it ends (or on
+// Ctrl-C); an algorithm that was already loaded is used and left alone.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+func main() {
+	algo := flag.String("algo", "olia", "coupled congestion control: "+fmt.Sprint(cc.Names()))
+	lisa := flag.Bool("lisa", false, "load with LISA linked slow start")
+	dur := flag.Duration("for", 20*time.Second, "how long the transfer runs")
+	flag.Parse()
+	if err := run(*algo, *lisa, *dur); err != nil {
+		fmt.Fprintf(os.Stderr, "mptcp-demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(algoName string, lisa bool, dur time.Duration) (err error) {
+	a, err := cc.Lookup(algoName)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Mount bpffs only for the demo if nothing had it mounted, and leave
+	// the machine as it was.
+	if !bpffsMounted() {
+		defer func() { _ = unix.Unmount("/sys/fs/bpf", unix.MNT_DETACH) }()
+	}
+	name := a.DefaultName()
+	if err := cc.Load(a, cc.Options{Params: cc.Params{LISA: lisa, RSFTarget: cc.DefaultRSFTarget}}); err == nil {
+		fmt.Printf("loaded %s\n", name)
+		defer func() {
+			if uerr := cc.Unload(name, ""); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}()
+	} else if errors.Is(err, cc.ErrAlreadyLoaded) {
+		fmt.Printf("using the %s that is already loaded\n", name)
+	} else {
+		return err
+	}
+
+	fmt.Println("building the network: path 0 = 20 Mbit/s, 2x10 ms; path 1 = 10 Mbit/s, 2x30 ms")
+	n, err := topo.Build(topo.Config{
+		Prefix: "mpcc-demo",
+		Paths:  []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 20e6, Delay: 10 * time.Millisecond, QueueBytes: 50 * 1500},
+			{RateBits: 10e6, Delay: 30 * time.Millisecond, QueueBytes: 50 * 1500},
+		},
+		Subflows: true,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, n.Close()) }()
+	fmt.Printf("namespaces: client %s, router %s, server %s\n", n.Client, n.Router, n.Server)
+
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 5201), true)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: dur})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("MPTCP transfer %s -> %s with %s for %v (`mptcp-cc subflows` shows the same from another terminal)\n\n",
+		c.Local(), srv.Addr(), name, dur)
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	done := make(chan struct{})
+	var res xfer.Result
+	var werr error
+	go func() { res, werr = c.Wait(); close(done) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return errors.New("interrupted; cleaning up")
+		case <-done:
+			if werr != nil {
+				return werr
+			}
+			fmt.Printf("\ndone: %.1f MB in %v = %.2f Mbit/s, intact: %v\n",
+				float64(res.Delivered)/1e6, res.Duration.Round(time.Millisecond),
+				float64(res.Delivered)*8/res.Duration.Seconds()/1e6, res.Intact)
+			return nil
+		case <-tick.C:
+			subs, err := stats.ReadAll("")
+			if err != nil {
+				return err
+			}
+			show(subs, name)
+		}
+	}
+}
+
+func show(subs []stats.Subflow, name string) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tTOKEN\tSF\tLOCAL\tCWND\tSSTHRESH\tSRTT\tDELIVERED\tRETRANS\tCOUPLED\t\n", time.Now().Format("15:04:05"))
+	for _, s := range subs {
+		if s.CC != name {
+			continue
+		}
+		ss := fmt.Sprint(s.Ssthresh)
+		if s.Ssthresh >= 0x7fffffff {
+			ss = "inf"
+		}
+		fmt.Fprintf(tw, "\t%08x\t%d\t%s\t%d\t%s\t%.1fms\t%d\t%d\t%s=%.3f\t\n", s.Token, s.SubflowID, s.Local.Addr(),
+			s.Cwnd, ss, float64(s.SRTT)/1e6, s.Delivered, s.Retrans, s.CoupledName, s.Coupled)
+	}
+	tw.Flush()
+}
+
+func bpffsMounted() bool {
+	var st unix.Statfs_t
+	return unix.Statfs("/sys/fs/bpf", &st) == nil && st.Type == unix.BPF_FS_MAGIC
+}
