@@ -38,6 +38,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "mpcc_types.h"
+#include "mptcp.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -52,8 +53,6 @@ char _license[] SEC("license") = "GPL";
 #define CA_EVENT_TX_START 0
 #define AF_INET 2
 #define AF_INET6 10
-
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 /* ---- maps shared by every algorithm (one instance per loaded algorithm) ---- */
 
@@ -138,18 +137,22 @@ static __always_inline __u64 inter_loss_bytes(__u64 acked, __u64 mark, __u64 gap
 
 /* ---- the connection walk ---- */
 
-/* The MPTCP socket a subflow belongs to, read-only, or NULL for plain TCP. */
-static __always_inline struct mptcp_sock *mpcc_msk(const struct sock *sk)
+/*
+ * A sibling is coupled when it is established and runs the very same
+ * congestion control instance (same ops pointer: a sibling under another CC,
+ * or under an older load of this one, is not). Returns it as an icsk.
+ */
+static __always_inline struct inet_connection_sock *
+mpcc_coupled_sibling(struct sock *ssk, const struct tcp_congestion_ops *ops)
 {
-	struct mptcp_subflow_context *ctx;
+	struct inet_connection_sock *sicsk;
 
-	if (!tcp_sk(sk)->is_mptcp)
+	sicsk = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct inet_connection_sock));
+	if ((__u64)sicsk->icsk_ca_ops != (__u64)ops)
 		return NULL;
-	ctx = bpf_rdonly_cast(inet_csk(sk)->icsk_ulp_data,
-			      bpf_core_type_id_kernel(struct mptcp_subflow_context));
-	if (!ctx)
+	if (sicsk->icsk_inet.sk.__sk_common.skc_state != TCP_ESTABLISHED)
 		return NULL;
-	return bpf_rdonly_cast(ctx->conn, bpf_core_type_id_kernel(struct mptcp_sock));
+	return sicsk;
 }
 
 static __always_inline void mpcc_self_path(const struct sock *sk, struct mpcc_path *p)
@@ -163,17 +166,13 @@ static __always_inline void mpcc_self_path(const struct sock *sk, struct mpcc_pa
 	p->loss_bytes = inter_loss_bytes(tp->bytes_acked, ca->loss_mark, ca->loss_gap);
 }
 
-/*
- * Snapshot of the connection: this subflow in p[0], then every established
- * sibling that runs the very same congestion control instance (same ops
- * pointer: a sibling under another CC, or under an older load of this one, is
- * not coupled).
- */
+/* Snapshot of the connection: this subflow in p[0], then its coupled siblings. */
 static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn *c)
 {
 	const struct tcp_congestion_ops *ops = inet_csk(sk)->icsk_ca_ops;
-	struct mptcp_sock *msk = mpcc_msk(sk);
-	struct list_head *head, *pos;
+	struct mptcp_sock *msk = mptcp_msk_ro(sk);
+	struct mptcp_walk w;
+	bool end = false;
 	__u32 n = 1, i;
 
 	c->target_us = mpcc_params()->rsf_target_us;
@@ -182,28 +181,18 @@ static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn
 	if (!msk)
 		return;
 
-	head = &msk->conn_list;
-	pos = head->next;
-	for (i = 0; i < MPCC_MAX_SUBFLOWS_WALKED && n < MPCC_MAX_PATHS; i++) {
-		struct mptcp_subflow_context *ctx;
-		struct inet_connection_sock *sicsk;
+	mptcp_walk_start(&w, msk);
+	for (i = 0; i < MPTCP_WALK_MAX && n < MPCC_MAX_PATHS; i++) {
 		struct mpcc_path *p = &c->p[n & (MPCC_MAX_PATHS - 1)];
+		struct inet_connection_sock *sicsk;
 		struct tcp_sock *stp;
 		struct mpcc_priv sca;
 		struct sock *ssk;
 
-		if (!pos || (__u64)pos == (__u64)head)
+		ssk = mptcp_walk_next(&w, sk, &end);
+		if (end)
 			break;
-		/* node is the first member of the subflow context */
-		ctx = bpf_rdonly_cast(pos, bpf_core_type_id_kernel(struct mptcp_subflow_context));
-		ssk = ctx->tcp_sock;
-		pos = pos->next;
-		if (!ssk || (__u64)ssk == (__u64)sk)
-			continue;
-		sicsk = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct inet_connection_sock));
-		if ((__u64)sicsk->icsk_ca_ops != (__u64)ops)
-			continue;
-		if (sicsk->icsk_inet.sk.__sk_common.skc_state != TCP_ESTABLISHED)
+		if (!ssk || !(sicsk = mpcc_coupled_sibling(ssk, ops)))
 			continue;
 		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		if (!stp->srtt_us || !stp->snd_cwnd)
@@ -296,7 +285,7 @@ __noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o);
 static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpcc_subflow *s)
 {
 	const struct sock_common *skc = &sk->__sk_common;
-	struct mptcp_sock *msk = mpcc_msk(sk);
+	struct mptcp_sock *msk = mptcp_msk_ro(sk);
 
 	s->family = skc->skc_family;
 	s->sport = skc->skc_num;
@@ -309,9 +298,7 @@ static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpc
 		__builtin_memcpy(s->daddr, &skc->skc_daddr, 4);
 	}
 	if (msk) {
-		struct mptcp_subflow_context *ctx = bpf_rdonly_cast(
-			inet_csk(sk)->icsk_ulp_data,
-			bpf_core_type_id_kernel(struct mptcp_subflow_context));
+		struct mptcp_subflow_context *ctx = mptcp_subflow_ro(sk);
 
 		s->flags |= MPCC_F_MPTCP;
 		s->token = msk->token;
@@ -344,7 +331,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
 	}
 
 	if (!s->token && tp->is_mptcp) {
-		struct mptcp_sock *msk = mpcc_msk(sk);
+		struct mptcp_sock *msk = mptcp_msk_ro(sk);
 
 		if (msk)
 			s->token = msk->token;
@@ -421,35 +408,27 @@ static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
 static __always_inline void mpcc_lisa_join(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	struct mptcp_sock *msk = mpcc_msk(sk);
+	struct mptcp_sock *msk = mptcp_msk_ro(sk);
 	const struct tcp_congestion_ops *ops = inet_csk(sk)->icsk_ca_ops;
-	struct list_head *head, *pos;
+	struct mptcp_walk w;
+	bool end = false;
 	__u64 donor_id = 0;
 	__u32 donor_cwnd = 0, share, i;
 	struct mpcc_subflow *d;
 
 	if (!msk)
 		return;
-	head = &msk->conn_list;
-	pos = head->next;
-	for (i = 0; i < MPCC_MAX_SUBFLOWS_WALKED; i++) {
-		struct mptcp_subflow_context *ctx;
+	mptcp_walk_start(&w, msk);
+	for (i = 0; i < MPTCP_WALK_MAX; i++) {
 		struct inet_connection_sock *sicsk;
 		struct tcp_sock *stp;
 		struct sock *ssk;
 		__u64 sid;
 
-		if (!pos || (__u64)pos == (__u64)head)
+		ssk = mptcp_walk_next(&w, sk, &end);
+		if (end)
 			break;
-		ctx = bpf_rdonly_cast(pos, bpf_core_type_id_kernel(struct mptcp_subflow_context));
-		ssk = ctx->tcp_sock;
-		pos = pos->next;
-		if (!ssk || (__u64)ssk == (__u64)sk)
-			continue;
-		sicsk = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct inet_connection_sock));
-		if ((__u64)sicsk->icsk_ca_ops != (__u64)ops)
-			continue;
-		if (sicsk->icsk_inet.sk.__sk_common.skc_state != TCP_ESTABLISHED)
+		if (!ssk || !(sicsk = mpcc_coupled_sibling(ssk, ops)))
 			continue;
 		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		if (bpf_probe_read_kernel(&sid, sizeof(sid), sicsk->icsk_ca_priv))

@@ -21,7 +21,6 @@ enum mpcc_algo {
 #define MPCC_RATE_SHIFT 27
 #define MPCC_CWND_CAP (1U << 20)   /* windows above this count as this much */
 #define MPCC_MAX_PATHS 8           /* coupled subflows per connection (power of 2) */
-#define MPCC_MAX_SUBFLOWS_WALKED 16 /* list nodes visited per walk */
 #define MPCC_MAX_SUBFLOWS_TRACKED 65536
 
 /* mpcc_subflow.flags */

@@ -41,7 +41,7 @@ func TestBenchGoodput(t *testing.T) {
 		ccs = append(ccs, name)
 		label[name] = a.Name + " (BPF)"
 	}
-	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoHash: true})
+	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestBenchGoodput(t *testing.T) {
 		for _, name := range ccs {
 			ns0, calls0 := bpfRunTime(t)
 			busy0 := cpuBusy(t)
-			res, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: runFor, NoHash: true})
+			res, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: runFor})
 			busy1 := cpuBusy(t)
 			ns1, calls1 := bpfRunTime(t)
 			progNs[name] += ns1 - ns0

@@ -71,7 +71,7 @@ func run(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, 
 			t.Fatalf("flow %d: %v", i, err)
 		}
 		if !res.Intact {
-			t.Fatalf("flow %d: data not intact (sent %d, delivered %d)", i, res.Sent, res.Delivered)
+			t.Fatalf("flow %d: data not intact (sent %d, delivered %d, first wrong byte at %d)", i, res.Sent, res.Delivered, res.FirstBad)
 		}
 		if flows[i].cc != "" && res.CC != flows[i].cc {
 			t.Fatalf("flow %d ran %q, want %q", i, res.CC, flows[i].cc)

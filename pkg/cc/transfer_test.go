@@ -121,7 +121,7 @@ func TestNoEntriesAfterChurn(t *testing.T) {
 			t.Fatalf("connection %d: %v", i, err)
 		}
 		if !res.Intact {
-			t.Fatalf("connection %d: not intact: %+v", i, res)
+			t.Fatalf("connection %d: not intact (first wrong byte at offset %d): %+v", i, res.FirstBad, res)
 		}
 	}
 	// The join path (init of a second subflow, then its release) must have

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mptcp.h: reaching an MPTCP connection from one of its subflows, and
+ * walking its subflows, read-only. Shared by every program that needs it.
+ *
+ * Upstream gives programs outside the MPTCP scheduler hook no trusted way
+ * to the parent socket, but the subflow context (icsk_ulp_data) and its
+ * `conn` can be read through bpf_rdonly_cast. Those reads cannot fault; the
+ * walk takes no lock, so a list changing under it is cut short by the bound
+ * and can only yield a stale or skipped sibling.
+ */
+#pragma once
+
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+#define MPTCP_WALK_MAX 16 /* list nodes visited per walk */
+
+static __always_inline struct mptcp_subflow_context *mptcp_subflow_ro(const struct sock *ssk)
+{
+	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)ssk;
+
+	return bpf_rdonly_cast(icsk->icsk_ulp_data,
+			       bpf_core_type_id_kernel(struct mptcp_subflow_context));
+}
+
+/* The MPTCP socket a subflow belongs to, or NULL for plain TCP. */
+static __always_inline struct mptcp_sock *mptcp_msk_ro(const struct sock *ssk)
+{
+	struct mptcp_subflow_context *ctx;
+
+	if (!((const struct tcp_sock *)ssk)->is_mptcp)
+		return NULL;
+	ctx = mptcp_subflow_ro(ssk);
+	if (!ctx)
+		return NULL;
+	return bpf_rdonly_cast(ctx->conn, bpf_core_type_id_kernel(struct mptcp_sock));
+}
+
+/* A walk over msk->conn_list: start it, then call mptcp_walk_next at most
+ * MPTCP_WALK_MAX times in a bounded loop. */
+struct mptcp_walk {
+	struct list_head *head, *pos;
+};
+
+static __always_inline void mptcp_walk_start(struct mptcp_walk *w, struct mptcp_sock *msk)
+{
+	w->head = &msk->conn_list;
+	w->pos = w->head->next;
+}
+
+/* The next subflow socket other than `self`, read-only; NULL for a node to
+ * skip. *end is set when the list is done. */
+static __always_inline struct sock *mptcp_walk_next(struct mptcp_walk *w, const struct sock *self,
+						    bool *end)
+{
+	struct mptcp_subflow_context *ctx;
+	struct sock *ssk;
+
+	if (!w->pos || (__u64)w->pos == (__u64)w->head) {
+		*end = true;
+		return NULL;
+	}
+	/* node is the first member of the subflow context */
+	ctx = bpf_rdonly_cast(w->pos, bpf_core_type_id_kernel(struct mptcp_subflow_context));
+	ssk = ctx->tcp_sock;
+	w->pos = w->pos->next;
+	if (!ssk || (__u64)ssk == (__u64)self)
+		return NULL;
+	return ssk;
+}
