@@ -287,16 +287,7 @@ static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpc
 	const struct sock_common *skc = &sk->__sk_common;
 	struct mptcp_sock *msk = mptcp_msk_ro(sk);
 
-	s->family = skc->skc_family;
-	s->sport = skc->skc_num;
-	s->dport = bpf_ntohs(skc->skc_dport);
-	if (s->family == AF_INET6) {
-		BPF_CORE_READ_INTO(&s->saddr, skc, skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(&s->daddr, skc, skc_v6_daddr.in6_u.u6_addr8);
-	} else {
-		__builtin_memcpy(s->saddr, &skc->skc_rcv_saddr, 4);
-		__builtin_memcpy(s->daddr, &skc->skc_daddr, 4);
-	}
+	sk_addrs(skc, &s->family, &s->sport, &s->dport, s->saddr, s->daddr);
 	if (msk) {
 		struct mptcp_subflow_context *ctx = mptcp_subflow_ro(sk);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * mptcp.h: reaching an MPTCP connection from one of its subflows, and
- * walking its subflows, read-only. Shared by every program that needs it.
+ * mptcp.h: reaching an MPTCP connection from one of its subflows, walking
+ * its subflows read-only, and naming a subflow by its addresses. Shared by
+ * every program that needs it (coupled.h, policy.bpf.c, setcc.bpf.c).
  *
  * Upstream gives programs outside the MPTCP scheduler hook no trusted way
  * to the parent socket, but the subflow context (icsk_ulp_data) and its
@@ -14,6 +15,10 @@
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 #define MPTCP_WALK_MAX 16 /* list nodes visited per walk */
+
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
 
 static __always_inline struct mptcp_subflow_context *mptcp_subflow_ro(const struct sock *ssk)
 {
@@ -67,4 +72,21 @@ static __always_inline struct sock *mptcp_walk_next(struct mptcp_walk *w, const 
 	if (!ssk || (__u64)ssk == (__u64)self)
 		return NULL;
 	return ssk;
+}
+
+/* A socket's family, ports (host order) and addresses (network order; IPv4
+ * in the first 4 bytes). */
+static __always_inline void sk_addrs(const struct sock_common *skc, __u16 *family, __u16 *sport,
+				     __u16 *dport, __u8 saddr[16], __u8 daddr[16])
+{
+	*family = skc->skc_family;
+	*sport = skc->skc_num;
+	*dport = bpf_ntohs(skc->skc_dport);
+	if (*family == AF_INET6) {
+		BPF_CORE_READ_INTO((__u8(*)[16])saddr, skc, skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO((__u8(*)[16])daddr, skc, skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		__builtin_memcpy(saddr, &skc->skc_rcv_saddr, 4);
+		__builtin_memcpy(daddr, &skc->skc_daddr, 4);
+	}
 }

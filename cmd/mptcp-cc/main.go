@@ -27,6 +27,8 @@ func init() {
 		{"list", "show loaded algorithms, their parameters and users", cmdList},
 		{"subflows", "show live per-subflow state (--json for scripts)", cmdSubflows},
 		{"algorithms", "show the algorithms this build ships", cmdAlgorithms},
+		{"policy", "per-cgroup CC policy: attach, detach, list", cmdPolicy},
+		{"set", "switch the CC of a live MPTCP connection, by token", cmdSet},
 	}
 }
 

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/connctl"
+)
+
+func cmdSet(args []string, out io.Writer) error {
+	fs := newFlags("set", "--token TOKEN --algo NAME [--netns NAME] [--json]")
+	tokenFlag := fs.String("token", "", "the connection's token, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
+	algo := fs.String("algo", "", "algorithm ("+joinNames()+") or registered congestion control")
+	ns := fs.String("netns", "", "named network namespace of the connection (`ip netns list`; default: this one)")
+	asJSON := fs.Bool("json", false, "JSON output")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *tokenFlag == "" {
+		return errors.New("--token is required (hex, as `mptcp-cc subflows` shows it)")
+	}
+	if *algo == "" {
+		return fmt.Errorf("--algo is required: one of %s, or a registered congestion control", joinNames())
+	}
+	token, err := connctl.ParseToken(*tokenFlag)
+	if err != nil {
+		return err
+	}
+	res, err := connctl.SetCC(token, ccName(*algo), *ns)
+	if *asJSON && len(res.Subflows) > 0 {
+		type sub struct {
+			connctl.Subflow
+			Error string `json:"error,omitempty"`
+		}
+		doc := struct {
+			connctl.Result
+			Switched int   `json:"switched"`
+			Subflows []sub `json:"subflows"`
+		}{Result: res, Switched: res.Switched()}
+		for _, s := range res.Subflows {
+			e := ""
+			if s.Err != nil {
+				e = s.Err.Error()
+			}
+			doc.Subflows = append(doc.Subflows, sub{s, e})
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(doc); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	if len(res.Subflows) > 0 {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SF\tLOCAL\tREMOTE\tSTATE\tWAS\tNOW")
+		for _, s := range res.Subflows {
+			now := res.CC
+			if s.Err != nil {
+				now = "FAILED: " + s.Err.Error()
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.SubflowID, s.Local, s.Remote, s.State, s.From, now)
+		}
+		tw.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	where := ""
+	if *ns != "" {
+		where = " in network namespace " + *ns
+	}
+	fmt.Fprintf(out, "connection %08x%s: %d subflow(s) switched to %s; subflows that join later get the connection's own CC\n",
+		token, where, res.Switched(), res.CC)
+	return nil
+}

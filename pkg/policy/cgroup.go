@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors callers can test for (errors.Is).
+var (
+	ErrNoCgroup2 = errors.New("no cgroup v2 hierarchy is mounted (cgroup2 in /proc/self/mountinfo): mount one, e.g. `mount -t cgroup2 none /sys/fs/cgroup/unified`")
+	ErrNotCgroup = errors.New("not a cgroup v2 directory")
+	ErrCgroupV1  = errors.New("is a cgroup v1 directory: sock_ops policies attach to cgroup v2 only")
+)
+
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	point  string
+	fstype string
+}
+
+// parseMountinfo reads the mount point and filesystem type of each line of
+// /proc/PID/mountinfo (see proc(5)): the fifth field is the mount point,
+// with spaces and other special characters escaped as octal \NNN; the
+// filesystem type is the first field after the " - " separator.
+func parseMountinfo(r io.Reader) ([]mount, error) {
+	var out []mount
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range f {
+			if x == "-" && i >= 6 {
+				sep = i
+				break
+			}
+		}
+		if len(f) < 5 || sep < 0 || sep+1 >= len(f) {
+			continue
+		}
+		out = append(out, mount{point: unescapeMount(f[4]), fstype: f[sep+1]})
+	}
+	return out, sc.Err()
+}
+
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// CgroupMount returns where the cgroup v2 hierarchy is mounted (the first
+// cgroup2 mount in /proc/self/mountinfo): /sys/fs/cgroup on unified
+// systems, /sys/fs/cgroup/unified on hybrid ones.
+func CgroupMount() (string, error) {
+	mounts, err := readMounts()
+	if err != nil {
+		return "", err
+	}
+	for _, m := range mounts {
+		if m.fstype == "cgroup2" {
+			return m.point, nil
+		}
+	}
+	return "", ErrNoCgroup2
+}
+
+func readMounts() ([]mount, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// cgroup is a resolved cgroup v2 directory.
+type cgroup struct {
+	path string // absolute, symlinks resolved
+	id   uint64 // the kernel's cgroup id (the directory's inode number)
+}
+
+// resolveCgroup checks that dir is a cgroup v2 directory and returns its
+// absolute path and id. A relative dir is taken relative to the cgroup v2
+// mount point (e.g. "system.slice/foo.service").
+func resolveCgroup(dir string) (cgroup, error) {
+	if dir == "" {
+		return cgroup{}, errors.New("no cgroup given: name a cgroup v2 directory")
+	}
+	mnt, mntErr := CgroupMount()
+	p := dir
+	if !filepath.IsAbs(p) {
+		if mntErr != nil {
+			return cgroup{}, mntErr
+		}
+		p = filepath.Join(mnt, p)
+	}
+	abs, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return cgroup{}, fmt.Errorf("cgroup %s does not exist (create it with mkdir; %s)", p, mountHint(mnt, mntErr))
+		}
+		return cgroup{}, fmt.Errorf("cgroup %s: %w", p, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(abs, &st); err != nil {
+		return cgroup{}, fmt.Errorf("cgroup %s: %w", abs, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return cgroup{}, fmt.Errorf("%s: %w (it is not even a directory)", abs, ErrNotCgroup)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(abs, &fs); err != nil {
+		return cgroup{}, fmt.Errorf("cgroup %s: %w", abs, err)
+	}
+	switch fs.Type {
+	case unix.CGROUP2_SUPER_MAGIC:
+		return cgroup{path: abs, id: st.Ino}, nil
+	case unix.CGROUP_SUPER_MAGIC:
+		return cgroup{}, fmt.Errorf("%s %w; %s", abs, ErrCgroupV1, mountHint(mnt, mntErr))
+	default:
+		return cgroup{}, fmt.Errorf("%s: %w; %s", abs, ErrNotCgroup, mountHint(mnt, mntErr))
+	}
+}
+
+func mountHint(mnt string, err error) string {
+	if err != nil {
+		return "no cgroup v2 hierarchy is mounted"
+	}
+	return "the cgroup v2 hierarchy is mounted at " + mnt
+}

@@ -1,0 +1,760 @@
+// Package policy attaches per-cgroup congestion control policies: a cgroup
+// sock_ops BPF program (bpf/policy.bpf.c) that gives every MPTCP subflow
+// created by a process in a cgroup v2 (and below it) a chosen congestion
+// control, by destination prefix and port if asked, plain TCP sockets too if
+// a rule says so.
+//
+// A policy survives the process that attached it: its link and maps are
+// pinned in bpffs, one directory per cgroup, named by the cgroup's id:
+//
+//	<root>/<cgroup id>/link   the cgroup sock_ops link: while it exists, the policy is in force
+//	<root>/<cgroup id>/rules  the rules (LPM trie)
+//	<root>/<cgroup id>/stats  counters (per CPU)
+//	<root>/<cgroup id>/meta   the cgroup's path and the next rule id
+//
+// Precedence: within one cgroup, the most specific rule wins (longest
+// destination prefix, then a rule with a port over one without); across
+// nested cgroups, the policy of the cgroup nearest to the socket's wins;
+// subflows that join a connection take the CC the connection already runs.
+// docs/policy.md has the details.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultPinRoot is where policies are pinned unless told otherwise.
+const DefaultPinRoot = "/sys/fs/bpf/mptcp-cc-policy"
+
+// More errors callers can test for (errors.Is).
+var (
+	ErrNotRoot         = errors.New("needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN): run it with sudo")
+	ErrNotRegistered   = errors.New("is not a registered congestion control")
+	ErrNoPolicy        = errors.New("has no policy")
+	ErrNoSuchRule      = errors.New("no such rule")
+	ErrInvalidRule     = errors.New("invalid rule")
+	availableCCPath    = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+	ourAlgorithmPrefix = "mptcp_"
+)
+
+// Rule is one policy rule: sockets of processes in Cgroup (and below it)
+// whose peer is in Dst and whose service port is DstPort get CC.
+type Rule struct {
+	Cgroup   string       // cgroup v2 directory: absolute, or relative to the cgroup v2 mount
+	CC       string       // congestion control, as the kernel lists it (e.g. mptcp_olia, cubic)
+	Dst      netip.Prefix // peer address prefix; the zero Prefix matches every peer
+	DstPort  uint16       // service port (remote when connecting, local when accepting); 0: any
+	PlainTCP bool         // plain TCP sockets too, not only MPTCP subflows
+}
+
+// RuleInfo is a rule as List reports it.
+type RuleInfo struct {
+	ID         uint32       `json:"id"`
+	CC         string       `json:"cc"`
+	Dst        netip.Prefix `json:"dst"` // zero: any peer
+	DstPort    uint16       `json:"dport"`
+	PlainTCP   bool         `json:"tcp"`
+	Applied    uint64       `json:"applied"`    // sockets this rule chose the CC of
+	Registered bool         `json:"registered"` // the CC is registered now
+}
+
+// Counters are what the policy program saw, summed over CPUs.
+type Counters struct {
+	MPTCP     uint64 `json:"mptcp_subflows"` // established MPTCP subflows seen
+	TCP       uint64 `json:"tcp_sockets"`    // established plain TCP sockets seen
+	Matched   uint64 `json:"matched"`        // a rule decided
+	Followed  uint64 `json:"followed"`       // a joining subflow took its connection's CC
+	Changed   uint64 `json:"changed"`        // the CC was changed
+	Errors    uint64 `json:"errors"`         // setting the CC failed
+	LastError int64  `json:"last_error"`     // errno of the last failure, negative
+}
+
+// Attachment is the policy of one cgroup.
+type Attachment struct {
+	Cgroup   string     `json:"cgroup"`
+	CgroupID uint64     `json:"cgroup_id"`
+	PinDir   string     `json:"pin_dir"`
+	Attached bool       `json:"attached"` // false: the cgroup was removed (stale pins)
+	Rules    []RuleInfo `json:"rules"`
+	Counters Counters   `json:"counters"`
+}
+
+const (
+	kindMPTCP = 1
+	kindTCP   = 2
+	ccNameMax = 16
+)
+
+// meta is the value of the meta map (created here, not used by BPF).
+type meta struct {
+	CgroupID uint64
+	NextRule uint32
+	PathLen  uint32
+	Path     [4080]byte
+}
+
+func metaSpec() *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: "policy_meta", Type: ebpf.Array, KeySize: 4, ValueSize: 4096, MaxEntries: 1}
+}
+
+func defaultRoot(root string) string {
+	if root == "" {
+		return DefaultPinRoot
+	}
+	return root
+}
+
+// Attach adds a rule to the policy of r.Cgroup, attaching the policy
+// program to the cgroup if it has none yet. A rule with the same
+// destination and port as an existing one replaces it (keeping its id).
+// Either the rule is in force when Attach returns nil, or nothing changed.
+func Attach(r Rule, root string) error {
+	_, err := AttachRule(r, root)
+	return err
+}
+
+// AttachRule is Attach that also returns the rule as it was stored.
+func AttachRule(r Rule, root string) (RuleInfo, error) {
+	root = defaultRoot(root)
+	if err := checkPrivileges(); err != nil {
+		return RuleInfo{}, err
+	}
+	val, err := r.value()
+	if err != nil {
+		return RuleInfo{}, err
+	}
+	cg, err := resolveCgroup(r.Cgroup)
+	if err != nil {
+		return RuleInfo{}, err
+	}
+	if err := CheckCC(r.CC); err != nil {
+		return RuleInfo{}, err
+	}
+	if err := ensureBPFFS(root); err != nil {
+		return RuleInfo{}, err
+	}
+	unlock, err := lockRoot(root)
+	if err != nil {
+		return RuleInfo{}, err
+	}
+	defer unlock()
+
+	dir := pinDir(root, cg.id)
+	if _, err := os.Stat(dir); err == nil {
+		p, err := openPinned(dir)
+		if err != nil {
+			return RuleInfo{}, fmt.Errorf("the policy pinned at %s is damaged (%v): remove it with `mptcp-cc policy detach --cgroup %s`", dir, err, cg.path)
+		}
+		defer p.close()
+		if !linkAttached(dir) {
+			return RuleInfo{}, fmt.Errorf("the policy pinned at %s is no longer attached to %s (detached from outside?): remove it with `mptcp-cc policy detach --cgroup %s` and attach again", dir, cg.path, cg.path)
+		}
+		return p.add(r, val)
+	}
+	return attachNew(cg, dir, r, val)
+}
+
+// attachNew loads the program for a cgroup without a policy, puts the first
+// rule in, attaches and pins. A failure at any step undoes the others.
+func attachNew(cg cgroup, dir string, r Rule, val policyRule) (info RuleInfo, err error) {
+	spec, err := loadPolicy()
+	if err != nil {
+		return RuleInfo{}, err
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return RuleInfo{}, fmt.Errorf("the kernel's verifier rejected the policy program: %+v", ve)
+		}
+		return RuleInfo{}, fmt.Errorf("loading the policy program: %w", err)
+	}
+	defer coll.Close()
+	mm, err := ebpf.NewMap(metaSpec())
+	if err != nil {
+		return RuleInfo{}, fmt.Errorf("creating the policy's meta map: %w", err)
+	}
+	defer mm.Close()
+
+	p := &pinned{rules: coll.Maps["rules"], stats: coll.Maps["stats"], meta: mm}
+	m := meta{CgroupID: cg.id, NextRule: 1}
+	if len(cg.path) > len(m.Path) {
+		return RuleInfo{}, fmt.Errorf("cgroup path %s is longer than %d bytes", cg.path, len(m.Path))
+	}
+	m.PathLen = uint32(copy(m.Path[:], cg.path))
+	if err := mm.Put(uint32(0), &m); err != nil {
+		return RuleInfo{}, fmt.Errorf("writing the policy's meta map: %w", err)
+	}
+	if info, err = p.add(r, val); err != nil {
+		return RuleInfo{}, err
+	}
+
+	l, err := link.AttachCgroup(link.CgroupOptions{Path: cg.path, Attach: ebpf.AttachCGroupSockOps, Program: coll.Programs["mptcp_cc_policy"]})
+	if err != nil {
+		return RuleInfo{}, fmt.Errorf("attaching the policy program to cgroup %s: %w", cg.path, err)
+	}
+	defer l.Close() // the pin keeps it; without the pin, closing detaches it
+
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return RuleInfo{}, fmt.Errorf("creating pin directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = l.Unpin()
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	for name, m := range map[string]*ebpf.Map{"rules": p.rules, "stats": p.stats, "meta": mm} {
+		if err := m.Pin(filepath.Join(dir, name)); err != nil {
+			return RuleInfo{}, fmt.Errorf("pinning %s: %w", name, err)
+		}
+	}
+	if err := l.Pin(filepath.Join(dir, "link")); err != nil {
+		return RuleInfo{}, fmt.Errorf("pinning the cgroup link: %w", err)
+	}
+	return info, nil
+}
+
+// Detach removes the whole policy of a cgroup: the program stops running for
+// new sockets at once; sockets keep the CC they were given. A cgroup that
+// no longer exists is found by the path it had.
+func Detach(cgroup, root string) error {
+	root = defaultRoot(root)
+	if err := checkPrivileges(); err != nil {
+		return err
+	}
+	unlock, err := lockRoot(root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	dir, err := findPolicy(cgroup, root)
+	if err != nil {
+		return err
+	}
+	return removePolicy(dir)
+}
+
+// DetachRule removes one rule (by the id List reports); removing the last
+// rule detaches the policy.
+func DetachRule(cgroup string, id uint32, root string) error {
+	n, err := removeRules(cgroup, root, func(r RuleInfo) bool { return r.ID == id })
+	if err == nil && n == 0 {
+		err = fmt.Errorf("cgroup %s: %w %d (`mptcp-cc policy list` shows the rules)", cgroup, ErrNoSuchRule, id)
+	}
+	return err
+}
+
+// DetachCC removes every rule of a cgroup that names the congestion
+// control cc and returns how many there were; removing the last rule
+// detaches the policy.
+func DetachCC(cgroup, cc, root string) (int, error) {
+	n, err := removeRules(cgroup, root, func(r RuleInfo) bool { return r.CC == cc })
+	if err == nil && n == 0 {
+		err = fmt.Errorf("cgroup %s: %w naming %s (`mptcp-cc policy list` shows the rules)", cgroup, ErrNoSuchRule, cc)
+	}
+	return n, err
+}
+
+func removeRules(cgroup, root string, match func(RuleInfo) bool) (int, error) {
+	root = defaultRoot(root)
+	if err := checkPrivileges(); err != nil {
+		return 0, err
+	}
+	unlock, err := lockRoot(root)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	dir, err := findPolicy(cgroup, root)
+	if err != nil {
+		return 0, err
+	}
+	p, err := openPinned(dir)
+	if err != nil {
+		return 0, fmt.Errorf("the policy pinned at %s is damaged (%v): remove it whole with `mptcp-cc policy detach --cgroup %s`", dir, err, cgroup)
+	}
+	defer p.close()
+	entries, err := p.entries()
+	if err != nil {
+		return 0, err
+	}
+	removed, left := 0, 0
+	for _, e := range entries {
+		if !match(e.info) {
+			if e.key.Kind == kindMPTCP {
+				left++
+			}
+			continue
+		}
+		if err := p.rules.Delete(&e.key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return removed, fmt.Errorf("removing rule %d: %w", e.info.ID, err)
+		}
+		if e.key.Kind == kindMPTCP {
+			removed++
+		}
+	}
+	if removed > 0 && left == 0 {
+		p.close()
+		return removed, removePolicy(dir)
+	}
+	return removed, nil
+}
+
+// findPolicy returns the pin directory of a cgroup's policy: by the
+// cgroup's id while it exists, by the path recorded at attach otherwise.
+func findPolicy(cgroup, root string) (string, error) {
+	if cg, err := resolveCgroup(cgroup); err == nil {
+		dir := pinDir(root, cg.id)
+		if _, err := os.Stat(dir); err == nil {
+			return dir, nil
+		}
+		return "", fmt.Errorf("cgroup %s %w (nothing pinned at %s)", cg.path, ErrNoPolicy, dir)
+	}
+	want := cgroup
+	if !filepath.IsAbs(want) {
+		if mnt, err := CgroupMount(); err == nil {
+			want = filepath.Join(mnt, want)
+		}
+	}
+	want = filepath.Clean(want)
+	all, err := List(root)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range all {
+		if a.Cgroup == want {
+			return a.PinDir, nil
+		}
+	}
+	return "", fmt.Errorf("cgroup %s %w (`mptcp-cc policy list` shows the policies)", want, ErrNoPolicy)
+}
+
+// removePolicy detaches the pinned link (even if another process holds a
+// file descriptor of it) and removes the pins.
+func removePolicy(dir string) error {
+	if l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil); err == nil {
+		// Detach works even while another process holds a descriptor of
+		// the link; if it fails, closing the last descriptor detaches.
+		_ = l.Unpin()
+		_ = l.Detach()
+		_ = l.Close()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// List returns every policy pinned under root, sorted by cgroup path.
+func List(root string) ([]Attachment, error) {
+	root = defaultRoot(root)
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Attachment
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
+			continue
+		}
+		a, err := inspect(filepath.Join(root, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(root, e.Name()), err)
+		}
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Cgroup < out[j].Cgroup })
+	return out, nil
+}
+
+func inspect(dir string) (Attachment, error) {
+	a := Attachment{PinDir: dir}
+	p, err := openPinned(dir)
+	if err != nil {
+		return a, err
+	}
+	defer p.close()
+	var m meta
+	if err := p.meta.Lookup(uint32(0), &m); err != nil {
+		return a, fmt.Errorf("reading meta: %w", err)
+	}
+	a.CgroupID = m.CgroupID
+	a.Cgroup = string(m.Path[:min(int(m.PathLen), len(m.Path))])
+	a.Attached = linkAttached(dir)
+	entries, err := p.entries()
+	if err != nil {
+		return a, err
+	}
+	registered := registeredSet()
+	tcpApplied := map[uint32]uint64{} // a PlainTCP rule's second entry counts too
+	for _, e := range entries {
+		if e.key.Kind != kindMPTCP {
+			tcpApplied[e.info.ID] += e.info.Applied
+			continue
+		}
+		e.info.Registered = registered[e.info.CC]
+		a.Rules = append(a.Rules, e.info)
+	}
+	for i := range a.Rules {
+		a.Rules[i].Applied += tcpApplied[a.Rules[i].ID]
+	}
+	sort.Slice(a.Rules, func(i, j int) bool { return a.Rules[i].ID < a.Rules[j].ID })
+	a.Counters, err = p.counters()
+	return a, err
+}
+
+// linkAttached reports whether the pinned link of a policy is still
+// attached to a live cgroup.
+func linkAttached(dir string) bool {
+	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
+	if err != nil {
+		return false
+	}
+	defer l.Close()
+	info, err := l.Info()
+	if err != nil {
+		return false
+	}
+	c := info.Cgroup()
+	return c != nil && c.CgroupId != 0
+}
+
+// pinned is an open policy: its maps.
+type pinned struct {
+	rules, stats, meta *ebpf.Map
+}
+
+func openPinned(dir string) (*pinned, error) {
+	p := &pinned{}
+	var err error
+	for name, dst := range map[string]**ebpf.Map{"rules": &p.rules, "stats": &p.stats, "meta": &p.meta} {
+		if *dst, err = ebpf.LoadPinnedMap(filepath.Join(dir, name), nil); err != nil {
+			p.close()
+			return nil, fmt.Errorf("opening %s: %w", name, err)
+		}
+	}
+	return p, nil
+}
+
+func (p *pinned) close() {
+	for _, m := range []*ebpf.Map{p.rules, p.stats, p.meta} {
+		if m != nil {
+			_ = m.Close()
+		}
+	}
+	p.rules, p.stats, p.meta = nil, nil, nil
+}
+
+type entry struct {
+	key  policyRuleKey
+	val  policyRule
+	info RuleInfo
+}
+
+func (p *pinned) entries() ([]entry, error) {
+	var (
+		out []entry
+		k   policyRuleKey
+		v   policyRule
+	)
+	it := p.rules.Iterate()
+	for it.Next(&k, &v) {
+		out = append(out, entry{key: k, val: v, info: decode(k, v)})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading rules: %w", err)
+	}
+	return out, nil
+}
+
+func (p *pinned) counters() (Counters, error) {
+	var per []policyCounters
+	if err := p.stats.Lookup(uint32(0), &per); err != nil {
+		return Counters{}, fmt.Errorf("reading counters: %w", err)
+	}
+	var c Counters
+	for _, x := range per {
+		c.MPTCP += x.Mptcp
+		c.TCP += x.Tcp
+		c.Matched += x.Matched
+		c.Followed += x.Followed
+		c.Changed += x.Changed
+		c.Errors += x.Errors
+		if x.LastError != 0 {
+			c.LastError = x.LastError
+		}
+	}
+	return c, nil
+}
+
+// add stores a rule: under kind MPTCP always, under kind TCP too for a
+// PlainTCP rule. A rule with the same key is replaced and keeps its id.
+// On failure the previous entries are put back.
+func (p *pinned) add(r Rule, val policyRule) (RuleInfo, error) {
+	var m meta
+	if err := p.meta.Lookup(uint32(0), &m); err != nil {
+		return RuleInfo{}, fmt.Errorf("reading meta: %w", err)
+	}
+	kMPTCP, kTCP := r.key(kindMPTCP), r.key(kindTCP)
+	// Lookups in an LPM trie return the longest matching prefix, not the
+	// exact key: find existing entries by walking the keys.
+	entries, err := p.entries()
+	if err != nil {
+		return RuleInfo{}, err
+	}
+	var old, oldTCP policyRule
+	var replacing, hadTCP bool
+	for _, e := range entries {
+		switch e.key {
+		case kMPTCP:
+			old, replacing = e.val, true
+		case kTCP:
+			oldTCP, hadTCP = e.val, true
+		}
+	}
+	if replacing {
+		val.Id = old.Id
+	} else {
+		val.Id = m.NextRule
+		m.NextRule++
+	}
+
+	restore := func() {
+		if replacing {
+			_ = p.rules.Put(&kMPTCP, &old)
+		} else {
+			_ = p.rules.Delete(&kMPTCP)
+		}
+		if hadTCP {
+			_ = p.rules.Put(&kTCP, &oldTCP)
+		} else {
+			_ = p.rules.Delete(&kTCP)
+		}
+	}
+	if err := p.rules.Put(&kMPTCP, &val); err != nil {
+		restore()
+		return RuleInfo{}, fmt.Errorf("storing the rule: %w", err)
+	}
+	if r.PlainTCP {
+		err = p.rules.Put(&kTCP, &val)
+	} else if hadTCP {
+		err = p.rules.Delete(&kTCP)
+	}
+	if err == nil && !replacing {
+		err = p.meta.Put(uint32(0), &m)
+	}
+	if err != nil {
+		restore()
+		return RuleInfo{}, fmt.Errorf("storing the rule: %w", err)
+	}
+	info := decode(kMPTCP, val)
+	info.Registered = true
+	return info, nil
+}
+
+// value validates a rule and returns its map value (without an id).
+func (r Rule) value() (policyRule, error) {
+	var v policyRule
+	if err := validCCName(r.CC); err != nil {
+		return v, err
+	}
+	if r.Dst.IsValid() && r.Dst != r.Dst.Masked() {
+		return v, fmt.Errorf("%w: destination %s has bits set beyond its prefix length; did you mean %s?", ErrInvalidRule, r.Dst, r.Dst.Masked())
+	}
+	for i := 0; i < len(r.CC); i++ {
+		v.Cc[i] = int8(r.CC[i])
+	}
+	v.AddrBits = uint32(r.addrBits())
+	if r.PlainTCP {
+		v.PlainTcp = 1
+	}
+	return v, nil
+}
+
+// addrBits is the rule's prefix length in the IPv6 space, where IPv4 is
+// mapped (::ffff:0:0/96).
+func (r Rule) addrBits() int {
+	if !r.Dst.IsValid() {
+		return 0
+	}
+	if r.Dst.Addr().Is4() {
+		return 96 + r.Dst.Bits()
+	}
+	return r.Dst.Bits()
+}
+
+func (r Rule) key(kind uint8) policyRuleKey {
+	k := policyRuleKey{Prefixlen: uint32(32 + r.addrBits()), Kind: kind}
+	if r.DstPort != 0 {
+		k.HasPort = 1
+		k.Port = r.DstPort
+	}
+	if r.Dst.IsValid() {
+		k.Addr = netip.AddrFrom16(r.Dst.Addr().As16()).As16()
+	}
+	return k
+}
+
+func decode(k policyRuleKey, v policyRule) RuleInfo {
+	info := RuleInfo{ID: v.Id, DstPort: k.Port, PlainTCP: v.PlainTcp != 0, Applied: v.Applied}
+	var name []byte
+	for _, c := range v.Cc {
+		if c == 0 {
+			break
+		}
+		name = append(name, byte(c))
+	}
+	info.CC = string(name)
+	bits := int(k.Prefixlen) - 32
+	if bits > 0 {
+		a := netip.AddrFrom16(k.Addr)
+		if bits >= 96 && a.Is4In6() {
+			info.Dst = netip.PrefixFrom(a.Unmap(), bits-96)
+		} else {
+			info.Dst = netip.PrefixFrom(a, bits)
+		}
+	}
+	return info
+}
+
+// String formats a rule the way the CLI takes it.
+func (r RuleInfo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", r.CC)
+	if r.Dst.IsValid() {
+		fmt.Fprintf(&b, " dst %s", r.Dst)
+	}
+	if r.DstPort != 0 {
+		fmt.Fprintf(&b, " dport %d", r.DstPort)
+	}
+	if r.PlainTCP {
+		b.WriteString(" +tcp")
+	}
+	return b.String()
+}
+
+func pinDir(root string, id uint64) string {
+	return filepath.Join(root, strconv.FormatUint(id, 10))
+}
+
+// validCCName follows the kernel: TCP_CA_NAME_MAX is 16 bytes with the NUL.
+func validCCName(name string) error {
+	if len(name) == 0 || len(name) >= ccNameMax {
+		return fmt.Errorf("%w: congestion control name %q must be 1 to %d characters", ErrInvalidRule, name, ccNameMax-1)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] <= ' ' || name[i] >= 0x7f {
+			return fmt.Errorf("%w: congestion control name %q has a character the kernel does not use", ErrInvalidRule, name)
+		}
+	}
+	return nil
+}
+
+func registeredSet() map[string]bool {
+	b, err := os.ReadFile(availableCCPath)
+	if err != nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, n := range strings.Fields(string(b)) {
+		set[n] = true
+	}
+	return set
+}
+
+// CheckCC fails unless the kernel has a congestion control of that name
+// registered; the error says how to load one of this project's.
+func CheckCC(name string) error {
+	if err := validCCName(name); err != nil {
+		return err
+	}
+	set := registeredSet()
+	if set == nil {
+		return fmt.Errorf("cannot read %s to check %s", availableCCPath, name)
+	}
+	if set[name] {
+		return nil
+	}
+	if algo, ok := strings.CutPrefix(name, ourAlgorithmPrefix); ok {
+		return fmt.Errorf("%s %w: load it first with `mptcp-cc load --algo %s`", name, ErrNotRegistered, algo)
+	}
+	var names []string
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("%s %w (registered: %s; this project's are loaded with `mptcp-cc load --algo NAME`)", name, ErrNotRegistered, strings.Join(names, " "))
+}
+
+// checkPrivileges fails unless the process can load BPF and attach to
+// cgroups. Capabilities rather than uid, so a capable non-root service works.
+func checkPrivileges() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_NET_ADMIN) && has(unix.CAP_PERFMON)) {
+		return nil
+	}
+	return ErrNotRoot
+}
+
+// ensureBPFFS mounts bpffs on /sys/fs/bpf when nothing is mounted there
+// (some distributions and containers do not), then creates root.
+func ensureBPFFS(root string) error {
+	if strings.HasPrefix(filepath.Clean(root)+"/", "/sys/fs/bpf/") {
+		var st unix.Statfs_t
+		if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
+			return fmt.Errorf("bpffs: %w", err)
+		}
+		if st.Type != unix.BPF_FS_MAGIC {
+			if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
+				return fmt.Errorf("mounting bpffs on /sys/fs/bpf: %w", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("creating the pin root: %w", err)
+	}
+	return nil
+}
+
+// lockRoot serialises changes to the policies under root (flock on the
+// root directory, which works on bpffs too).
+func lockRoot(root string) (func(), error) {
+	f, err := os.Open(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return func() {}, nil // nothing pinned: nothing to race with
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", root, err)
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
