@@ -10,6 +10,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // Params are the load-time parameters every algorithm accepts. They mirror
@@ -72,7 +74,7 @@ func Load(a Algorithm, opts Options) (err error) {
 	if opts.Params.RSFTarget < 0 || opts.Params.RSFTarget > time.Hour {
 		return fmt.Errorf("RSF target delay %v is out of range (0 to 1h)", opts.Params.RSFTarget)
 	}
-	if err := checkPrivileges(); err != nil {
+	if err := kernel.CheckPrivileges(); err != nil {
 		return err
 	}
 	if err := checkKernel(); err != nil {
@@ -85,7 +87,7 @@ func Load(a Algorithm, opts Options) (err error) {
 	if IsRegistered(name) {
 		return fmt.Errorf("%q: %w by another program; pick another with --name", name, ErrNameRegistered)
 	}
-	if err := ensureBPFFS(root); err != nil {
+	if err := kernel.EnsureBPFFS(root); err != nil {
 		return err
 	}
 
@@ -178,7 +180,7 @@ func Unload(name, root string) error {
 	if root == "" {
 		root = DefaultPinRoot
 	}
-	if err := checkPrivileges(); err != nil {
+	if err := kernel.CheckPrivileges(); err != nil {
 		return err
 	}
 	dir := filepath.Join(root, name)

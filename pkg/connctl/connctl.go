@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,18 +26,17 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
 // Errors callers can test for (errors.Is).
 var (
-	ErrNotRoot       = errors.New("needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN): run it with sudo")
+	ErrNotRoot       = kernel.ErrNotRoot
 	ErrNoConnection  = errors.New("no MPTCP connection with token")
-	ErrNotRegistered = errors.New("is not a registered congestion control")
+	ErrNotRegistered = kernel.ErrNotRegistered
 	ErrBadToken      = errors.New("bad token")
 )
-
-const availableCCPath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 // Subflow is one subflow the switch found.
 type Subflow struct {
@@ -93,7 +91,7 @@ func ParseToken(s string) (uint32, error) {
 // connection: its joins follow their established siblings).
 func SetCC(token uint32, cc, netnsName string) (Result, error) {
 	res := Result{Token: token, CC: cc, NetNS: netnsName}
-	if err := checkPrivileges(); err != nil {
+	if err := kernel.CheckPrivileges(); err != nil {
 		return res, err
 	}
 	if err := checkCC(cc); err != nil {
@@ -228,34 +226,4 @@ func (r setccSetccRecord) subflow() Subflow {
 	return s
 }
 
-func checkCC(name string) error {
-	if len(name) == 0 || len(name) > 15 {
-		return fmt.Errorf("congestion control name %q must be 1 to 15 characters", name)
-	}
-	b, err := os.ReadFile(availableCCPath)
-	if err != nil {
-		return err
-	}
-	for _, n := range strings.Fields(string(b)) {
-		if n == name {
-			return nil
-		}
-	}
-	if algo, ok := strings.CutPrefix(name, "mptcp_"); ok {
-		return fmt.Errorf("%s %w: load it first with `mptcp-cc load --algo %s`", name, ErrNotRegistered, algo)
-	}
-	return fmt.Errorf("%s %w (registered: %s)", name, ErrNotRegistered, strings.TrimSpace(string(b)))
-}
-
-func checkPrivileges() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("reading capabilities: %w", err)
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_NET_ADMIN) && has(unix.CAP_PERFMON)) {
-		return nil
-	}
-	return ErrNotRoot
-}
+func checkCC(name string) error { return kernel.RequireCongestionControl(name) }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,8 +40,8 @@ const DefaultPinRoot = "/sys/fs/bpf/mptcp-cc-policy"
 
 // More errors callers can test for (errors.Is).
 var (
-	ErrNotRoot         = errors.New("needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN): run it with sudo")
-	ErrNotRegistered   = errors.New("is not a registered congestion control")
+	ErrNotRoot         = kernel.ErrNotRoot
+	ErrNotRegistered   = kernel.ErrNotRegistered
 	ErrNoPolicy        = errors.New("has no policy")
 	ErrNoSuchRule      = errors.New("no such rule")
 	ErrInvalidRule     = errors.New("invalid rule")
@@ -127,7 +128,7 @@ func Attach(r Rule, root string) error {
 // AttachRule is Attach that also returns the rule as it was stored.
 func AttachRule(r Rule, root string) (RuleInfo, error) {
 	root = defaultRoot(root)
-	if err := checkPrivileges(); err != nil {
+	if err := kernel.CheckPrivileges(); err != nil {
 		return RuleInfo{}, err
 	}
 	val, err := r.value()
@@ -141,7 +142,7 @@ func AttachRule(r Rule, root string) (RuleInfo, error) {
 	if err := CheckCC(r.CC); err != nil {
 		return RuleInfo{}, err
 	}
-	if err := ensureBPFFS(root); err != nil {
+	if err := kernel.EnsureBPFFS(root); err != nil {
 		return RuleInfo{}, err
 	}
 	unlock, err := lockRoot(root)
@@ -231,7 +232,7 @@ func attachNew(cg cgroup, dir string, r Rule, val policyRule) (info RuleInfo, er
 // no longer exists is found by the path it had.
 func Detach(cgroup, root string) error {
 	root = defaultRoot(root)
-	if err := checkPrivileges(); err != nil {
+	if err := kernel.CheckPrivileges(); err != nil {
 		return err
 	}
 	unlock, err := lockRoot(root)
@@ -269,7 +270,7 @@ func DetachCC(cgroup, cc, root string) (int, error) {
 
 func removeRules(cgroup, root string, match func(RuleInfo) bool) (int, error) {
 	root = defaultRoot(root)
-	if err := checkPrivileges(); err != nil {
+	if err := kernel.CheckPrivileges(); err != nil {
 		return 0, err
 	}
 	unlock, err := lockRoot(root)
@@ -669,12 +670,12 @@ func validCCName(name string) error {
 }
 
 func registeredSet() map[string]bool {
-	b, err := os.ReadFile(availableCCPath)
+	names, err := kernel.CongestionControls()
 	if err != nil {
 		return nil
 	}
 	set := map[string]bool{}
-	for _, n := range strings.Fields(string(b)) {
+	for _, n := range names {
 		set[n] = true
 	}
 	return set
@@ -686,57 +687,7 @@ func CheckCC(name string) error {
 	if err := validCCName(name); err != nil {
 		return err
 	}
-	set := registeredSet()
-	if set == nil {
-		return fmt.Errorf("cannot read %s to check %s", availableCCPath, name)
-	}
-	if set[name] {
-		return nil
-	}
-	if algo, ok := strings.CutPrefix(name, ourAlgorithmPrefix); ok {
-		return fmt.Errorf("%s %w: load it first with `mptcp-cc load --algo %s`", name, ErrNotRegistered, algo)
-	}
-	var names []string
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return fmt.Errorf("%s %w (registered: %s; this project's are loaded with `mptcp-cc load --algo NAME`)", name, ErrNotRegistered, strings.Join(names, " "))
-}
-
-// checkPrivileges fails unless the process can load BPF and attach to
-// cgroups. Capabilities rather than uid, so a capable non-root service works.
-func checkPrivileges() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("reading capabilities: %w", err)
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_NET_ADMIN) && has(unix.CAP_PERFMON)) {
-		return nil
-	}
-	return ErrNotRoot
-}
-
-// ensureBPFFS mounts bpffs on /sys/fs/bpf when nothing is mounted there
-// (some distributions and containers do not), then creates root.
-func ensureBPFFS(root string) error {
-	if strings.HasPrefix(filepath.Clean(root)+"/", "/sys/fs/bpf/") {
-		var st unix.Statfs_t
-		if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
-			return fmt.Errorf("bpffs: %w", err)
-		}
-		if st.Type != unix.BPF_FS_MAGIC {
-			if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
-				return fmt.Errorf("mounting bpffs on /sys/fs/bpf: %w", err)
-			}
-		}
-	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return fmt.Errorf("creating the pin root: %w", err)
-	}
-	return nil
+	return kernel.RequireCongestionControl(name)
 }
 
 // lockRoot serialises changes to the policies under root (flock on the

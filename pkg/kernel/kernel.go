@@ -1,0 +1,101 @@
+// Package kernel answers what every command asks before it touches the
+// kernel: may this process load BPF, is bpffs mounted, which congestion
+// controls are registered.
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotRoot says the process lacks the capabilities to load BPF.
+var ErrNotRoot = errors.New("needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN): run it with sudo")
+
+// AvailablePath lists the registered congestion controls.
+const AvailablePath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+// CheckPrivileges fails unless the process can load BPF, attach it and
+// change the TCP stack. Capabilities rather than uid, so a capable non-root
+// service works.
+func CheckPrivileges() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("reading capabilities: %w", err)
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_NET_ADMIN) && has(unix.CAP_PERFMON)) {
+		return nil
+	}
+	return ErrNotRoot
+}
+
+// EnsureBPFFS mounts bpffs on /sys/fs/bpf when root lies below it and
+// nothing is mounted there (some distributions and containers do not mount
+// it), then creates root.
+func EnsureBPFFS(root string) error {
+	if strings.HasPrefix(filepath.Clean(root)+"/", "/sys/fs/bpf/") {
+		var st unix.Statfs_t
+		if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
+			return fmt.Errorf("bpffs: %w", err)
+		}
+		if st.Type != unix.BPF_FS_MAGIC {
+			if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
+				return fmt.Errorf("mounting bpffs on /sys/fs/bpf: %w", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("creating the pin root: %w", err)
+	}
+	return nil
+}
+
+// CongestionControls lists the congestion controls the kernel offers.
+func CongestionControls() ([]string, error) {
+	b, err := os.ReadFile(AvailablePath)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b)), nil
+}
+
+// HasCongestionControl reports whether one of that name is registered.
+func HasCongestionControl(name string) bool {
+	names, err := CongestionControls()
+	return err == nil && slices.Contains(names, name)
+}
+
+// ErrNotRegistered says a congestion control is not registered.
+var ErrNotRegistered = errors.New("is not a registered congestion control")
+
+// RequireCongestionControl fails unless one of that name is registered; the
+// error says how to load this project's algorithms.
+func RequireCongestionControl(name string) error {
+	if len(name) == 0 || len(name) > 15 {
+		return fmt.Errorf("congestion control name %q must be 1 to 15 characters", name)
+	}
+	for _, c := range name {
+		if c <= ' ' || c >= 0x7f {
+			return fmt.Errorf("congestion control name %q has a character the kernel does not use", name)
+		}
+	}
+	names, err := CongestionControls()
+	if err != nil {
+		return fmt.Errorf("cannot read %s to check %s: %w", AvailablePath, name, err)
+	}
+	if slices.Contains(names, name) {
+		return nil
+	}
+	if algo, ok := strings.CutPrefix(name, "mptcp_"); ok {
+		return fmt.Errorf("%s %w: load it first with `mptcp-cc load --algo %s`", name, ErrNotRegistered, algo)
+	}
+	return fmt.Errorf("%s %w (registered: %s; this project's are loaded with `mptcp-cc load --algo NAME`)",
+		name, ErrNotRegistered, strings.Join(names, " "))
+}
