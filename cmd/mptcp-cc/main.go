@@ -29,6 +29,8 @@ func init() {
 		{"algorithms", "show the algorithms this build ships", cmdAlgorithms},
 		{"policy", "per-cgroup CC policy: attach, detach, list", cmdPolicy},
 		{"set", "switch the CC of a live MPTCP connection, by token", cmdSet},
+		{"serve", "run the daemon: load/adopt algorithms, attach policies, serve Prometheus metrics", cmdServe},
+		{"top", "live view of connections and subflows (--once, --json for scripts)", cmdTop},
 	}
 }
 

@@ -20,20 +20,35 @@ var ErrNotRoot = errors.New("needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMI
 // AvailablePath lists the registered congestion controls.
 const AvailablePath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
-// CheckPrivileges fails unless the process can load BPF, attach it and
-// change the TCP stack. Capabilities rather than uid, so a capable non-root
-// service works.
-func CheckPrivileges() error {
+// EffectiveCapabilities returns the process's effective capability set.
+func EffectiveCapabilities() (uint64, error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("reading capabilities: %w", err)
+		return 0, fmt.Errorf("reading capabilities: %w", err)
 	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	if has(unix.CAP_SYS_ADMIN) || (has(unix.CAP_BPF) && has(unix.CAP_NET_ADMIN) && has(unix.CAP_PERFMON)) {
-		return nil
+	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
+}
+
+// Sufficient reports whether an effective capability set may load BPF,
+// attach it and change the TCP stack: CAP_SYS_ADMIN, or CAP_BPF with
+// CAP_NET_ADMIN and CAP_PERFMON (so a capable non-root service works).
+func Sufficient(eff uint64) bool {
+	has := func(c uint) bool { return eff&(1<<c) != 0 }
+	return has(unix.CAP_SYS_ADMIN) || has(unix.CAP_BPF) && has(unix.CAP_NET_ADMIN) && has(unix.CAP_PERFMON)
+}
+
+// CheckPrivileges fails with ErrNotRoot unless the process's capabilities
+// are Sufficient.
+func CheckPrivileges() error {
+	eff, err := EffectiveCapabilities()
+	if err != nil {
+		return err
 	}
-	return ErrNotRoot
+	if !Sufficient(eff) {
+		return ErrNotRoot
+	}
+	return nil
 }
 
 // EnsureBPFFS mounts bpffs on /sys/fs/bpf when root lies below it and

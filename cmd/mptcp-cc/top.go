@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/events"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+)
+
+func cmdTop(args []string, out io.Writer) error {
+	fs := newFlags("top", "[--sort cwnd|srtt|rate|token] [--once] [--json] [--netns NAME]")
+	sortBy := fs.String("sort", "rate", "order of the connections: "+strings.Join(events.SortKeys, ", "))
+	once := fs.Bool("once", false, "print one frame and exit (waits one --interval to compute rates)")
+	asJSON := fs.Bool("json", false, "JSON output: one object per frame, one per line")
+	interval := fs.Duration("interval", time.Second, "refresh interval")
+	netns := fs.String("netns", "", "follow the mptcp_pm events of this named network namespace (default: this process's)")
+	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
+	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
+	root := pinRootFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := events.SortConns(nil, *sortBy); err != nil {
+		return fmt.Errorf("--sort: %v", err)
+	}
+	if *interval < 10*time.Millisecond {
+		return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
+	}
+	// Fail early with the map error (not root, nothing loaded ...).
+	if _, err := stats.ReadAll(*root); err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("reading the pinned maps under %s needs root (CAP_BPF and CAP_SYS_ADMIN): %w", *root, err)
+		}
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var tracker *events.Tracker
+	var eventsErr error
+	if !*noEvents {
+		tracker = events.NewTracker(max(*keepClosed, 0))
+		if _, err := tracker.Watch(ctx, *netns); err != nil {
+			eventsErr = err
+			tracker = nil
+			if *netns != "" {
+				return fmt.Errorf("--netns %s: %w", *netns, err)
+			}
+		}
+	}
+
+	tty := !*asJSON && !*once && topIsTerminal(out)
+	if tty {
+		fmt.Fprint(out, "\033[?25l") // hide the cursor while redrawing
+		defer fmt.Fprint(out, "\033[?25h")
+	}
+	var sampler events.Sampler
+	enc := json.NewEncoder(out)
+	first := true
+	for {
+		subs, err := stats.ReadAll(*root)
+		if err != nil {
+			return err
+		}
+		var st *events.State
+		if tracker != nil {
+			s := tracker.Snapshot()
+			st = &s
+		}
+		frame := sampler.Frame(subs, st, time.Now())
+		if tracker != nil {
+			frame.EventsNetns = topNSLabel(*netns)
+		}
+		if err := events.SortConns(frame.Connections, *sortBy); err != nil {
+			return err
+		}
+		if len(frame.Closed) > *keepClosed {
+			frame.Closed = frame.Closed[:max(*keepClosed, 0)]
+		}
+		// --once waits for a second sample so rates are known.
+		if !(*once && first) {
+			if *asJSON {
+				if err := enc.Encode(frame); err != nil {
+					return err
+				}
+			} else {
+				var b bytes.Buffer
+				if tty {
+					b.WriteString("\033[H")
+				}
+				height := 0
+				if tty {
+					height = topTerminalRows(out)
+				}
+				renderTop(&b, frame, *sortBy, *interval, eventsErr, height, tty)
+				if tty {
+					b.WriteString("\033[J")
+				}
+				if _, err := out.Write(b.Bytes()); err != nil {
+					return err
+				}
+			}
+			if *once {
+				return nil
+			}
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			if tty {
+				fmt.Fprintln(out)
+			}
+			return nil
+		case <-time.After(*interval):
+		}
+	}
+}
+
+func topNSLabel(ns string) string {
+	if ns == "" {
+		return "(own)"
+	}
+	return ns
+}
+
+func topIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func topTerminalRows(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil {
+			return int(ws.Row)
+		}
+	}
+	return 0
+}
+
+// renderTop draws one frame as text. height > 0 truncates the table to fit.
+func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Duration, eventsErr error, height int, clearLines bool) {
+	eol := "\n"
+	if clearLines {
+		eol = "\033[K\n" // erase what a longer previous line left
+	}
+	fmt.Fprintf(w, "mptcp-cc top  %s  every %v  sort %s  %d connection(s), %d subflow(s)%s",
+		f.Time.Format("15:04:05"), interval, sortBy, len(f.Connections), f.Subflows, eol)
+	switch {
+	case eventsErr != nil:
+		fmt.Fprintf(w, "mptcp_pm events: unavailable (%v)%s", eventsErr, eol)
+	case f.Events != nil:
+		var parts []string
+		for _, k := range []string{"CREATED", "ESTABLISHED", "CLOSED", "SUB_ESTABLISHED", "SUB_CLOSED", "ANNOUNCED", "REMOVED", "SUB_PRIORITY"} {
+			if v := f.Events[k]; v > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", strings.ToLower(k), v))
+			}
+		}
+		if len(parts) == 0 {
+			parts = []string{"none yet"}
+		}
+		fmt.Fprintf(w, "mptcp_pm events in netns %s since %s: %s%s", f.EventsNetns, f.EventsSince.Format("15:04:05"), strings.Join(parts, ", "), eol)
+	}
+	w.WriteString(eol)
+
+	var tb bytes.Buffer
+	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOKEN/SF\tCC\tLOCAL\tREMOTE\tIDS\tSTATE\tCWND\tSSTHRESH\tSRTT\tRATE\tLOSS\tLOST\tRETRANS\tCOUPLED\tAGE\t")
+	rows := 1
+	for _, c := range f.Connections {
+		token := c.Token
+		if token == "" {
+			token = "(tcp)"
+		}
+		srtt := topMs(c.MinSRTT)
+		if c.MaxSRTT != c.MinSRTT {
+			srtt = fmt.Sprintf("%s-%s", topTrimMs(c.MinSRTT), topMs(c.MaxSRTT))
+		}
+		subs := fmt.Sprintf("%d sf", len(c.Subflows))
+		if c.SubflowsSeen > len(c.Subflows) {
+			subs = fmt.Sprintf("%d/%d sf", len(c.Subflows), c.SubflowsSeen)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%d\t\t%s\t%s\t\t%d\t%d\t%s\t%s\t\n",
+			token, c.CC, subs, c.Cwnd, srtt, topRate(c.Rate), c.Lost, c.Retrans, topCoupled(c.CoupledName, c.Coupled), topAge(c.Created, f.Time))
+		rows++
+		for i, s := range c.Subflows {
+			branch := "├"
+			if i == len(c.Subflows)-1 {
+				branch = "└"
+			}
+			ids := "-"
+			if s.MPTCP {
+				ids = fmt.Sprintf("%d/%d", s.LocalID, s.RemoteID)
+			}
+			state := s.CAState
+			if s.Backup {
+				state += ",backup"
+			}
+			fmt.Fprintf(tw, " %s sf %d\t\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n",
+				branch, s.SubflowID, s.Local, s.Remote, ids, state, s.Cwnd, ssthresh(s.Ssthresh), topMs(s.SRTT.Seconds()),
+				topRate(s.Rate), topLoss(s.LossRatio), s.Lost, s.Retrans, topCoupled("", s.Coupled), topAge(s.Established, f.Time))
+			rows++
+		}
+	}
+	if len(f.Connections) == 0 {
+		fmt.Fprintln(tw, "(no connection runs a loaded mptcp-cc congestion control)\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+	}
+	_ = tw.Flush()
+	lines := strings.Split(strings.TrimSuffix(tb.String(), "\n"), "\n")
+	budget := len(lines)
+	if height > 0 {
+		budget = max(height-4-min(len(f.Closed), 5)-2, 2)
+	}
+	for i, l := range lines {
+		if i >= budget {
+			fmt.Fprintf(w, "... %d more line(s); enlarge the terminal or use --json%s", len(lines)-budget, eol)
+			break
+		}
+		w.WriteString(strings.TrimRight(l, " "))
+		w.WriteString(eol)
+	}
+
+	if len(f.Closed) > 0 {
+		w.WriteString(eol)
+		fmt.Fprintf(w, "recently closed (mptcp_pm events):%s", eol)
+		var cb bytes.Buffer
+		cw := tabwriter.NewWriter(&cb, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(cw, "TOKEN\tLOCAL\tREMOTE\tSUBFLOWS\tLIFETIME\tCLOSED\t")
+		closed := append([]events.Conn(nil), f.Closed...)
+		sort.SliceStable(closed, func(i, j int) bool { return closed[i].Closed.After(closed[j].Closed) })
+		for _, c := range closed {
+			life := "-"
+			if !c.Created.IsZero() {
+				life = c.Closed.Sub(c.Created).Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(cw, "%08x\t%s\t%s\t%d\t%s\t%s ago\t\n", c.Token, c.Local, c.Remote, len(c.Subflows), life, f.Time.Sub(c.Closed).Round(time.Second))
+		}
+		_ = cw.Flush()
+		for _, l := range strings.Split(strings.TrimSuffix(cb.String(), "\n"), "\n") {
+			w.WriteString(strings.TrimRight(l, " "))
+			w.WriteString(eol)
+		}
+	}
+}
+
+func topMs(sec float64) string { return fmt.Sprintf("%.1fms", sec*1e3) }
+
+func topTrimMs(sec float64) string { return fmt.Sprintf("%.1f", sec*1e3) }
+
+func topRate(bytesPerSec float64) string {
+	if bytesPerSec < 0 {
+		return "-"
+	}
+	bits := bytesPerSec * 8
+	switch {
+	case bits >= 1e9:
+		return fmt.Sprintf("%.2fGbit/s", bits/1e9)
+	case bits >= 1e6:
+		return fmt.Sprintf("%.1fMbit/s", bits/1e6)
+	case bits >= 1e3:
+		return fmt.Sprintf("%.1fkbit/s", bits/1e3)
+	}
+	return fmt.Sprintf("%.0fbit/s", bits)
+}
+
+func topLoss(r float64) string {
+	if r < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", r*100)
+}
+
+func topCoupled(name string, v float64) string {
+	if name == "" {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%s=%.3f", name, v)
+}
+
+func topAge(since, now time.Time) string {
+	if since.IsZero() {
+		return "-"
+	}
+	d := now.Sub(since)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%.0fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

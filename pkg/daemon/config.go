@@ -1,0 +1,596 @@
+// Package daemon is `mptcp-cc serve`: it loads the configured congestion
+// controls (adopting those a previous run left pinned), attaches the
+// per-cgroup policies, serves Prometheus metrics built from the BPF maps at
+// scrape time, follows the path manager's events, and on SIGTERM either
+// leaves everything in place or removes what its configuration names.
+//
+// docs/daemon.md is the user's reference for the configuration file.
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
+)
+
+// OnExit says what the daemon does with what it set up when it is told to stop.
+type OnExit string
+
+// OnExit values.
+const (
+	// OnExitKeep leaves every configured algorithm loaded and every policy
+	// attached: new connections keep getting them while no daemon runs,
+	// and the next start adopts them.
+	OnExitKeep OnExit = "keep"
+	// OnExitRemove detaches the configured policies and unloads the
+	// configured algorithms (adopted ones included). Connections running
+	// them are not disturbed: the kernel keeps a CC until its last socket
+	// closes.
+	OnExitRemove OnExit = "remove"
+)
+
+// Config is the daemon's configuration file. Zero values mean "the default";
+// Resolve fills them in.
+type Config struct {
+	// BPFFS is the pin root of the algorithms (default /sys/fs/bpf/mptcp-cc).
+	BPFFS string `yaml:"bpffs,omitempty"`
+	// PolicyBPFFS is the pin root of the policies (default: BPFFS's
+	// sibling <BPFFS>-policy, i.e. /sys/fs/bpf/mptcp-cc-policy).
+	PolicyBPFFS string `yaml:"policy_bpffs,omitempty"`
+	// OnExit: keep (default) or remove.
+	OnExit     OnExit      `yaml:"on_exit,omitempty"`
+	Algorithms []Algorithm `yaml:"algorithms,omitempty"`
+	Policies   []Policy    `yaml:"policies,omitempty"`
+	Metrics    Metrics     `yaml:"metrics,omitempty"`
+	Events     Events      `yaml:"events,omitempty"`
+}
+
+// Algorithm is one congestion control to keep loaded.
+type Algorithm struct {
+	// Name registered with the kernel (default mptcp_<algo>); what
+	// sockets and policies select.
+	Name      string        `yaml:"name,omitempty"`
+	Algo      string        `yaml:"algo"`
+	LISA      bool          `yaml:"lisa,omitempty"`
+	RSFTarget time.Duration `yaml:"rsf_target,omitempty"` // default 10ms
+	Trace     bool          `yaml:"trace,omitempty"`
+}
+
+// Params are the load-time parameters of the entry.
+func (a Algorithm) Params() cc.Params {
+	return cc.Params{LISA: a.LISA, RSFTarget: a.RSFTarget, Trace: a.Trace}
+}
+
+// Policy gives the processes of a cgroup (and its descendants) a
+// congestion control for the connections they open.
+type Policy struct {
+	// Cgroup is a cgroup v2 directory: absolute, or relative to the
+	// cgroup v2 mount.
+	Cgroup string `yaml:"cgroup"`
+	// CC is a registered congestion control name ("mptcp_olia", "cubic").
+	CC string `yaml:"cc,omitempty"`
+	// Algo names an algorithm of this file's algorithms list instead of CC.
+	Algo string `yaml:"algo,omitempty"`
+	// Dst restricts the rule to destinations in this prefix.
+	Dst string `yaml:"dst,omitempty"`
+	// DstPort restricts the rule to this destination port.
+	DstPort uint16 `yaml:"dst_port,omitempty"`
+	// TCP applies the rule to plain TCP connections too (default: MPTCP only).
+	TCP bool `yaml:"tcp,omitempty"`
+}
+
+// Metrics configure the Prometheus endpoint.
+type Metrics struct {
+	ListenAddress string `yaml:"listen_address,omitempty"` // default 127.0.0.1:9464
+	AllowRemote   bool   `yaml:"allow_remote,omitempty"`
+	MaxSubflows   *int   `yaml:"max_subflows,omitempty"` // default 4096; 0: aggregates only
+}
+
+// Events configure the mptcp_pm event subscription.
+type Events struct {
+	// Enabled (default true) subscribes to the path manager's events in the
+	// daemon's network namespace and in Namespaces.
+	Enabled *bool `yaml:"enabled,omitempty"`
+	// Namespaces are further named network namespaces (ip netns) to watch.
+	Namespaces []string `yaml:"namespaces,omitempty"`
+}
+
+// MaxConfigBytes bounds the size of a configuration file.
+const MaxConfigBytes = 1 << 20
+
+// Problem is one thing wrong with a configuration.
+type Problem struct {
+	Line  int    // 0 when unknown
+	Field string // e.g. algorithms[1].algo; "" for the whole file
+	Msg   string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", p.Line)
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// ConfigError lists every problem found in a configuration.
+type ConfigError struct {
+	File     string // "" when the config did not come from a file
+	Problems []Problem
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	prefix := "config"
+	if e.File != "" {
+		prefix = e.File
+	}
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(prefix)
+		if p.Line > 0 {
+			fmt.Fprintf(&b, ":%d", p.Line)
+		}
+		b.WriteString(": ")
+		if p.Field != "" {
+			b.WriteString(p.Field)
+			b.WriteString(": ")
+		}
+		b.WriteString(p.Msg)
+	}
+	return b.String()
+}
+
+// ParseConfig decodes and validates a configuration file. Unknown fields,
+// wrong types and invalid values are errors (a *ConfigError naming the field
+// and line of each problem). The result is not yet Resolved.
+func ParseConfig(data []byte) (Config, error) { return ParseConfigWith(data, nil) }
+
+// ParseConfigWith is ParseConfig with override applied (command-line flags)
+// between decoding and validation.
+func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
+	var cfg Config
+	if len(data) > MaxConfigBytes {
+		return cfg, &ConfigError{Problems: []Problem{{Msg: fmt.Sprintf("the file is %d bytes; a configuration is at most %d", len(data), MaxConfigBytes)}}}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return cfg, &ConfigError{Problems: yamlProblems(err, nil, data)}
+	}
+	empty := len(root.Content) == 0 || root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null"
+	if !empty && root.Content[0].Kind != yaml.MappingNode {
+		return cfg, &ConfigError{Problems: []Problem{{Line: root.Content[0].Line, Msg: "the configuration must be a mapping (key: value lines), e.g. `algorithms: [{algo: olia}]`"}}}
+	}
+	if !empty {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil {
+			return Config{}, &ConfigError{Problems: yamlProblems(err, &root, data)}
+		}
+		var extra yaml.Node
+		if err := dec.Decode(&extra); err == nil {
+			return Config{}, &ConfigError{Problems: []Problem{{Line: extra.Line, Msg: "more than one YAML document; a configuration is one document"}}}
+		}
+	}
+	// An empty list and an absent one mean the same.
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = nil
+	}
+	if len(cfg.Policies) == 0 {
+		cfg.Policies = nil
+	}
+	if len(cfg.Events.Namespaces) == 0 {
+		cfg.Events.Namespaces = nil
+	}
+	if override != nil {
+		override(&cfg)
+	}
+	if probs := cfg.validate(); len(probs) > 0 {
+		for i := range probs {
+			if probs[i].Line == 0 {
+				probs[i].Line = lineOf(&root, probs[i].Field)
+			}
+		}
+		return Config{}, &ConfigError{Problems: probs}
+	}
+	return cfg, nil
+}
+
+// Validate checks a configuration that did not come from a file (or was
+// changed by flags after parsing).
+func (c Config) Validate() error {
+	if probs := c.validate(); len(probs) > 0 {
+		return &ConfigError{Problems: probs}
+	}
+	return nil
+}
+
+var (
+	yamlLineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	yamlUnknownRe = regexp.MustCompile(`^field (\S+) not found in type daemon\.(\w+)$`)
+	yamlTypeRe    = regexp.MustCompile("^cannot unmarshal (!!\\w+) `(.*)` into (\\S+)$")
+)
+
+var knownFields = map[string]string{
+	"Config":    "bpffs, policy_bpffs, on_exit, algorithms, policies, metrics, events",
+	"Algorithm": "name, algo, lisa, rsf_target, trace",
+	"Policy":    "cgroup, cc, algo, dst, dst_port, tcp",
+	"Metrics":   "listen_address, allow_remote, max_subflows",
+	"Events":    "enabled, namespaces",
+}
+
+var sectionName = map[string]string{
+	"Config": "the top level", "Algorithm": "an algorithms entry", "Policy": "a policies entry",
+	"Metrics": "metrics", "Events": "events",
+}
+
+// yamlProblems turns the decoder's messages (which name Go types) into
+// messages that name the configuration's fields.
+func yamlProblems(err error, root *yaml.Node, data []byte) []Problem {
+	var lines []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		lines = te.Errors
+	} else {
+		lines = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var out []Problem
+	for _, l := range lines {
+		p := Problem{Msg: l}
+		if m := yamlLineRe.FindStringSubmatch(l); m != nil {
+			p.Line, _ = strconv.Atoi(m[1])
+			p.Msg = m[2]
+		}
+		value := ""
+		if m := yamlUnknownRe.FindStringSubmatch(p.Msg); m != nil {
+			p.Msg = fmt.Sprintf("unknown field %q in %s (known fields: %s)", m[1], sectionName[m[2]], knownFields[m[2]])
+			value = m[1]
+		} else if m := yamlTypeRe.FindStringSubmatch(p.Msg); m != nil {
+			p.Msg = fmt.Sprintf("%q is not %s", m[2], goTypeName(m[3]))
+			value = m[2]
+		}
+		if root != nil && p.Line > 0 {
+			p.Field = fieldAtLine(root, p.Line, value)
+		}
+		if root == nil && p.Line > 0 {
+			if lines := bytes.Split(data, []byte("\n")); p.Line <= len(lines) && bytes.ContainsRune(lines[p.Line-1], '\t') {
+				p.Msg += " (the line has a tab: YAML indents with spaces only)"
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func goTypeName(t string) string {
+	switch {
+	case t == "time.Duration":
+		return "a duration (a number with a unit, e.g. 10ms or 1.5s)"
+	case t == "bool":
+		return "a boolean (true or false)"
+	case t == "uint16":
+		return "a port number (0 to 65535)"
+	case t == "int" || t == "*int":
+		return "an integer"
+	case t == "string" || t == "daemon.OnExit":
+		return "a string"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	default:
+		return "a mapping"
+	}
+}
+
+var validCCName = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
+
+// validate returns every problem, with field paths (lines are found by
+// ParseConfig).
+func (c Config) validate() []Problem {
+	var probs []Problem
+	bad := func(field, format string, args ...any) {
+		probs = append(probs, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch c.OnExit {
+	case "", OnExitKeep, OnExitRemove:
+	default:
+		bad("on_exit", "%q is neither keep nor remove", c.OnExit)
+	}
+	if c.BPFFS != "" && !path.IsAbs(c.BPFFS) {
+		bad("bpffs", "%q is not an absolute path", c.BPFFS)
+	}
+	if c.PolicyBPFFS != "" && !path.IsAbs(c.PolicyBPFFS) {
+		bad("policy_bpffs", "%q is not an absolute path", c.PolicyBPFFS)
+	}
+	if c.BPFFS != "" && c.PolicyBPFFS != "" && path.Clean(c.BPFFS) == path.Clean(c.PolicyBPFFS) {
+		bad("policy_bpffs", "must differ from bpffs (%s): algorithms and policies are pinned in separate directories", c.BPFFS)
+	}
+
+	names := map[string]int{}
+	byAlgo := map[string][]string{}
+	for i, a := range c.Algorithms {
+		f := fmt.Sprintf("algorithms[%d]", i)
+		if a.Algo == "" {
+			bad(f+".algo", "missing: one of %s", strings.Join(cc.Names(), ", "))
+			continue
+		}
+		alg, err := cc.Lookup(a.Algo)
+		if err != nil {
+			bad(f+".algo", "%v", err)
+			continue
+		}
+		name := a.Name
+		if name == "" {
+			name = alg.DefaultName()
+		} else if !validCCName.MatchString(name) {
+			bad(f+".name", "%q: a congestion control name is 1 to 15 characters of a-z, 0-9, '_' and '-'", name)
+		}
+		if j, dup := names[name]; dup {
+			bad(f+".name", "%q is also the name of algorithms[%d]; give one of them another name", name, j)
+		}
+		names[name] = i
+		byAlgo[a.Algo] = append(byAlgo[a.Algo], name)
+		if a.RSFTarget < 0 || a.RSFTarget > time.Hour {
+			bad(f+".rsf_target", "%v is out of range (0 to 1h)", a.RSFTarget)
+		} else if a.RSFTarget > 0 && a.RSFTarget < time.Microsecond {
+			bad(f+".rsf_target", "%v is below the microsecond resolution of the parameter", a.RSFTarget)
+		}
+	}
+
+	rules := map[string]int{}
+	for i, p := range c.Policies {
+		f := fmt.Sprintf("policies[%d]", i)
+		if p.Cgroup == "" {
+			bad(f+".cgroup", "missing: a cgroup v2 directory, absolute or relative to the cgroup v2 mount")
+		} else if strings.ContainsRune(p.Cgroup, 0) {
+			bad(f+".cgroup", "contains a NUL byte")
+		} else {
+			dst, _ := parseDst(p.Dst)
+			key := fmt.Sprintf("%s|%v|%d", path.Clean(p.Cgroup), dst, p.DstPort)
+			if j, dup := rules[key]; dup {
+				bad(f, "policies[%d] already has a rule for cgroup %q with the same dst and dst_port; merge them", j, p.Cgroup)
+			}
+			rules[key] = i
+		}
+		switch {
+		case p.CC != "" && p.Algo != "":
+			bad(f, "give either cc (a registered name) or algo (an algorithm of this file), not both")
+		case p.CC == "" && p.Algo == "":
+			bad(f+".cc", "missing: the congestion control to give the cgroup (cc: NAME, or algo: ALGO of this file)")
+		case p.CC != "" && !validCCName.MatchString(p.CC):
+			bad(f+".cc", "%q is not a congestion control name (1 to 15 characters of a-z, 0-9, '_' and '-')", p.CC)
+		case p.Algo != "":
+			if _, err := cc.Lookup(p.Algo); err != nil {
+				bad(f+".algo", "%v", err)
+			} else if n := byAlgo[p.Algo]; len(n) == 0 {
+				bad(f+".algo", "%q is not in this file's algorithms list; add it there, or name a registered congestion control with cc:", p.Algo)
+			} else if len(n) > 1 {
+				bad(f+".algo", "%q is loaded under several names (%s): say which with cc:", p.Algo, strings.Join(n, ", "))
+			}
+		}
+		if p.Dst != "" {
+			if _, err := parseDst(p.Dst); err != nil {
+				bad(f+".dst", "%v", err)
+			}
+		}
+	}
+
+	m := c.Metrics
+	if m.ListenAddress != "" {
+		if err := metrics.CheckListenAddress(m.ListenAddress, m.AllowRemote); err != nil {
+			bad("metrics.listen_address", "%v", err)
+		}
+	}
+	if m.MaxSubflows != nil && (*m.MaxSubflows < 0 || *m.MaxSubflows > 1<<20) {
+		bad("metrics.max_subflows", "%d is out of range (0 to %d; 0 exports the aggregates only)", *m.MaxSubflows, 1<<20)
+	}
+	for i, n := range c.Events.Namespaces {
+		if n == "" || strings.ContainsAny(n, "/\x00") || n == "." || n == ".." {
+			bad(fmt.Sprintf("events.namespaces[%d]", i), "%q is not a network namespace name (as `ip netns list` shows them)", n)
+		}
+	}
+	return probs
+}
+
+// parseDst accepts a prefix (10.0.0.0/8, 2001:db8::/32) or a single address.
+func parseDst(s string) (netip.Prefix, error) {
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is neither an address nor a prefix (e.g. 10.0.0.0/8)", s)
+		}
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a prefix (e.g. 10.0.0.0/8): %v", s, err)
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
+	}
+	return p, nil
+}
+
+// Resolve fills in the defaults. It assumes the configuration is valid.
+func (c Config) Resolve() Config {
+	if c.BPFFS == "" {
+		c.BPFFS = cc.DefaultPinRoot
+	}
+	if c.PolicyBPFFS == "" {
+		c.PolicyBPFFS = path.Clean(c.BPFFS) + "-policy"
+	}
+	if c.OnExit == "" {
+		c.OnExit = OnExitKeep
+	}
+	algos := make([]Algorithm, len(c.Algorithms))
+	for i, a := range c.Algorithms {
+		if a.Name == "" {
+			if alg, err := cc.Lookup(a.Algo); err == nil {
+				a.Name = alg.DefaultName()
+			}
+		}
+		if a.RSFTarget == 0 {
+			a.RSFTarget = cc.DefaultRSFTarget
+		}
+		algos[i] = a
+	}
+	c.Algorithms = algos
+	pols := make([]Policy, len(c.Policies))
+	for i, p := range c.Policies {
+		if p.Algo != "" {
+			for _, a := range algos {
+				if a.Algo == p.Algo {
+					p.CC, p.Algo = a.Name, ""
+				}
+			}
+		}
+		pols[i] = p
+	}
+	c.Policies = pols
+	if c.Metrics.ListenAddress == "" {
+		c.Metrics.ListenAddress = metrics.DefaultListenAddress
+	}
+	if c.Metrics.MaxSubflows == nil {
+		n := metrics.DefaultMaxSubflows
+		c.Metrics.MaxSubflows = &n
+	}
+	if c.Events.Enabled == nil {
+		t := true
+		c.Events.Enabled = &t
+	}
+	return c
+}
+
+// Marshal encodes the configuration as YAML (for `serve --config.check -v`
+// and the fuzz round trip).
+func (c Config) Marshal() ([]byte, error) {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// fieldPath splits "policies[1].dst" into ["policies", 1, "dst"].
+func fieldPath(f string) []any {
+	var out []any
+	for _, part := range strings.Split(f, ".") {
+		name, idx, ok := strings.Cut(part, "[")
+		if name != "" {
+			out = append(out, name)
+		}
+		if ok {
+			if n, err := strconv.Atoi(strings.TrimSuffix(idx, "]")); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// lineOf finds the line of a field path in the document (the closest
+// existing ancestor when the field itself is absent).
+func lineOf(root *yaml.Node, field string) int {
+	if root == nil || len(root.Content) == 0 || field == "" {
+		return 0
+	}
+	n := root.Content[0]
+	line := n.Line
+	for _, step := range fieldPath(field) {
+		switch s := step.(type) {
+		case string:
+			if n.Kind != yaml.MappingNode {
+				return line
+			}
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == s {
+					line = n.Content[i].Line
+					n = n.Content[i+1]
+					found = true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		case int:
+			if n.Kind != yaml.SequenceNode || s >= len(n.Content) {
+				return line
+			}
+			n = n.Content[s]
+			line = n.Line
+		}
+	}
+	return line
+}
+
+// fieldAtLine names the key on a line, as a path ("policies[0].dst_port"):
+// the key whose name or scalar value is value if there are several.
+func fieldAtLine(root *yaml.Node, line int, value string) string {
+	first := ""
+	var walk func(n *yaml.Node, prefix string) string
+	walk = func(n *yaml.Node, prefix string) string {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if f := walk(c, prefix); f != "" {
+					return f
+				}
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if prefix != "" {
+					p = prefix + "." + k.Value
+				}
+				if k.Line == line {
+					if value == "" || k.Value == value || v.Kind == yaml.ScalarNode && v.Value == value {
+						return p
+					}
+					if first == "" {
+						first = p
+					}
+				}
+				if f := walk(v, p); f != "" {
+					return f
+				}
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", prefix, i)
+				if c.Kind == yaml.ScalarNode && c.Line == line {
+					return p
+				}
+				if f := walk(c, p); f != "" {
+					return f
+				}
+			}
+		}
+		return ""
+	}
+	if f := walk(root, ""); f != "" {
+		return f
+	}
+	return first
+}

@@ -1,0 +1,206 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+)
+
+// Every example under testdata/config is valid.
+func TestConfigExamples(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/config/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseConfig(data); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestConfigExampleResolved(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/config/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Resolve()
+	if r.OnExit != OnExitKeep || r.BPFFS != "/sys/fs/bpf/mptcp-cc" || r.PolicyBPFFS != "/sys/fs/bpf/mptcp-cc-policy" {
+		t.Errorf("resolved: %+v", r)
+	}
+	want := []Algorithm{
+		{Name: "mptcp_olia", Algo: "olia", LISA: true, RSFTarget: cc.DefaultRSFTarget},
+		{Name: "mptcp_rsf20", Algo: "rsf", RSFTarget: 20 * time.Millisecond},
+		{Name: "mptcp_lia", Algo: "lia", RSFTarget: cc.DefaultRSFTarget},
+	}
+	if !reflect.DeepEqual(r.Algorithms, want) {
+		t.Errorf("algorithms %+v, want %+v", r.Algorithms, want)
+	}
+	if r.Policies[0].CC != "mptcp_olia" || r.Policies[0].Algo != "" {
+		t.Errorf("policy algo not resolved to its registered name: %+v", r.Policies[0])
+	}
+	if r.Policies[1].Dst != "198.51.100.0/24" || r.Policies[1].DstPort != 443 || !r.Policies[1].TCP {
+		t.Errorf("policy 1: %+v", r.Policies[1])
+	}
+	if *r.Metrics.MaxSubflows != 4096 || r.Metrics.ListenAddress != "127.0.0.1:9464" || !*r.Events.Enabled {
+		t.Errorf("metrics/events: %+v %+v", r.Metrics, r.Events)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	for _, in := range []string{"", "# nothing\n", "~\n", "{}\n"} {
+		c, err := ParseConfig([]byte(in))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		r := c.Resolve()
+		if r.OnExit != OnExitKeep || *r.Metrics.MaxSubflows != 4096 || r.Metrics.ListenAddress != "127.0.0.1:9464" || len(r.Algorithms) != 0 {
+			t.Errorf("%q: %+v", in, r)
+		}
+	}
+	c, _ := ParseConfig([]byte("bpffs: /tmp/x/mptcp-cc\nmetrics: {max_subflows: 0}\n"))
+	r := c.Resolve()
+	if r.PolicyBPFFS != "/tmp/x/mptcp-cc-policy" || *r.Metrics.MaxSubflows != 0 {
+		t.Errorf("%+v", r)
+	}
+}
+
+// Bad input: a message naming the field, its line and the fix.
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     []string // substrings of the error, in order of the problems
+	}{
+		{"unknown algorithm", "algorithms:\n  - algo: cubic2\n", []string{"config:2: algorithms[0].algo: unknown algorithm \"cubic2\": choose one of balia, lia, olia, rsf"}},
+		{"missing algo", "algorithms:\n  - name: foo\n", []string{"config:2: algorithms[0].algo: missing"}},
+		{"bad name", "algorithms:\n  - algo: lia\n    name: Much_Too_Long_Name\n", []string{"config:3: algorithms[0].name:", "1 to 15 characters"}},
+		{"duplicate name", "algorithms:\n  - algo: lia\n  - algo: lia\n", []string{"config:3: algorithms[1].name: \"mptcp_lia\" is also the name of algorithms[0]"}},
+		{"unknown field", "algorithms:\n  - algo: lia\n    lisaa: true\n", []string{"config:3: algorithms[0].lisaa: unknown field \"lisaa\" in an algorithms entry (known fields: name, algo, lisa, rsf_target, trace)"}},
+		{"top-level typo", "algorithm:\n  - algo: lia\n", []string{"config:1: algorithm: unknown field \"algorithm\" in the top level"}},
+		{"duration without unit", "algorithms:\n  - algo: rsf\n    rsf_target: 10\n", []string{"config:3: algorithms[0].rsf_target: \"10\" is not a duration"}},
+		{"negative duration", "algorithms:\n  - algo: rsf\n    rsf_target: -1s\n", []string{"config:3: algorithms[0].rsf_target: -1s is out of range"}},
+		{"bool", "algorithms:\n  - algo: lia\n    lisa: maybe\n", []string{"config:3: algorithms[0].lisa: \"maybe\" is not a boolean"}},
+		{"on_exit", "on_exit: later\n", []string{"config:1: on_exit: \"later\" is neither keep nor remove"}},
+		{"malformed yaml", "algorithms: [\n  {algo: olia\n", []string{"config:", "did not find expected"}},
+		{"tabs", "algorithms:\n\t- algo: olia\n", []string{"config:2", "tab"}},
+		{"not a mapping", "- algo: olia\n", []string{"config:1: the configuration must be a mapping"}},
+		{"two documents", "on_exit: keep\n---\non_exit: remove\n", []string{"more than one YAML document"}},
+		{"missing cgroup", "algorithms: [{algo: olia}]\npolicies:\n  - algo: olia\n", []string{"config:3: policies[0].cgroup: missing"}},
+		{"policy without cc", "policies:\n  - cgroup: a\n", []string{"config:2: policies[0].cc: missing"}},
+		{"policy cc and algo", "algorithms: [{algo: olia}]\npolicies:\n  - {cgroup: a, cc: cubic, algo: olia}\n", []string{"config:3: policies[0]: give either cc"}},
+		{"policy algo not loaded", "policies:\n  - {cgroup: a, algo: olia}\n", []string{"config:2: policies[0].algo: \"olia\" is not in this file's algorithms list"}},
+		{"policy algo ambiguous", "algorithms: [{algo: olia}, {algo: olia, name: olia2}]\npolicies:\n  - {cgroup: a, algo: olia}\n", []string{"loaded under several names (mptcp_olia, olia2)"}},
+		{"policy dst host bits", "policies:\n  - cgroup: a\n    cc: cubic\n    dst: 10.1.2.3/8\n", []string{"config:4: policies[0].dst: \"10.1.2.3/8\" has host bits set; did you mean 10.0.0.0/8?"}},
+		{"policy dst garbage", "policies:\n  - {cgroup: a, cc: cubic, dst: example.com}\n", []string{"policies[0].dst: \"example.com\" is neither an address nor a prefix"}},
+		{"policy port", "policies:\n  - {cgroup: a, cc: cubic, dst_port: 65536}\n", []string{"config:2: policies[0].dst_port: \"65536\" is not a port number"}},
+		{"policy duplicate", "policies:\n  - {cgroup: a, cc: cubic}\n  - {cgroup: a/, cc: reno}\n", []string{"config:3: policies[1]: policies[0] already has a rule for cgroup"}},
+		{"non-loopback", "metrics:\n  listen_address: 0.0.0.0:9464\n", []string{"config:2: metrics.listen_address:", "not a loopback address", "--web.allow-remote"}},
+		{"listen without port", "metrics:\n  listen_address: 127.0.0.1\n", []string{"config:2: metrics.listen_address:", "missing port"}},
+		{"max subflows", "metrics:\n  max_subflows: -1\n", []string{"config:2: metrics.max_subflows: -1 is out of range"}},
+		{"relative bpffs", "bpffs: mptcp-cc\n", []string{"config:1: bpffs: \"mptcp-cc\" is not an absolute path"}},
+		{"netns", "events:\n  namespaces: [\"a/b\"]\n", []string{"config:2: events.namespaces[0]:"}},
+		{"huge", "# " + strings.Repeat("x", MaxConfigBytes) + "\n", []string{"at most"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(c.in))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", c.in)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T, want *ConfigError: %v", err, err)
+			}
+			msg := err.Error()
+			for _, w := range c.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigErrorFile(t *testing.T) {
+	_, err := ParseConfig([]byte("on_exit: x\nalgorithms: [{algo: nope}]\n"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatal(err)
+	}
+	ce.File = "/etc/mptcp-cc/config.yaml"
+	want := "/etc/mptcp-cc/config.yaml:1: on_exit: \"x\" is neither keep nor remove\n/etc/mptcp-cc/config.yaml:2: algorithms[0].algo: unknown algorithm \"nope\""
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got\n%s\nwant prefix\n%s", err, want)
+	}
+}
+
+// Flags override the file before validation: a non-loopback address in the
+// file is fine with --web.allow-remote.
+func TestParseConfigWithOverride(t *testing.T) {
+	in := []byte("metrics:\n  listen_address: 0.0.0.0:9464\n")
+	if _, err := ParseConfig(in); err == nil {
+		t.Fatal("non-loopback accepted")
+	}
+	c, err := ParseConfigWith(in, func(c *Config) { c.Metrics.AllowRemote = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Metrics.AllowRemote {
+		t.Fatal("override lost")
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	data, _ := os.ReadFile("../../testdata/config/example.yaml")
+	c, err := ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := ParseConfig(out)
+	if err != nil {
+		t.Fatalf("re-parsing:\n%s\n%v", out, err)
+	}
+	if !reflect.DeepEqual(c, c2) {
+		t.Errorf("round trip changed the config:\n%+v\n%+v", c, c2)
+	}
+}
+
+// Without the capabilities, the daemon refuses before touching anything,
+// and says how to run it.
+func TestNotPrivileged(t *testing.T) {
+	saved := capEffective
+	t.Cleanup(func() { capEffective = saved })
+	capEffective = func() (uint64, error) { return 0, nil }
+	err := checkPrivileges()
+	if !errors.Is(err, ErrNotPrivileged) || !strings.Contains(err.Error(), "run it as root") {
+		t.Fatalf("err = %v", err)
+	}
+	// With CAP_BPF+CAP_NET_ADMIN+CAP_PERFMON (no CAP_SYS_ADMIN) it is enough.
+	capEffective = func() (uint64, error) { return 1<<39 | 1<<12 | 1<<38, nil }
+	if err := checkPrivileges(); err != nil {
+		t.Fatalf("capable non-root refused: %v", err)
+	}
+	capEffective = func() (uint64, error) { return 0, nil }
+	err = Run(t.Context(), Config{Algorithms: []Algorithm{{Algo: "olia"}}}, Options{})
+	if !errors.Is(err, ErrNotPrivileged) {
+		t.Fatalf("Run without privileges: %v", err)
+	}
+}

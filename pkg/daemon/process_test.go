@@ -1,0 +1,620 @@
+package daemon_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// mptcpCC builds the real binary once per test run.
+func mptcpCC(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "mptcp-cc-daemon-test")
+		if buildErr != nil {
+			return
+		}
+		_ = os.Chmod(binDir, 0o755) // the unprivileged case runs it as nobody
+		binPath = filepath.Join(binDir, "mptcp-cc")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/mptcp-cc").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// daemonProc is a running `mptcp-cc serve`.
+type daemonProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  strings.Builder
+	addr chan string
+	done chan struct{}
+}
+
+var addrRe = regexp.MustCompile(`address=http://(\S+)/metrics`)
+
+func startDaemon(t *testing.T, config string, args ...string) *daemonProc {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonProc{t: t, addr: make(chan string, 1), done: make(chan struct{})}
+	d.cmd = exec.Command(mptcpCC(t), append([]string{"serve", "--config", file}, args...)...)
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stdout = d.cmd.Stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(d.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			d.mu.Lock()
+			d.log.WriteString(line + "\n")
+			d.mu.Unlock()
+			if m := addrRe.FindStringSubmatch(line); m != nil {
+				select {
+				case d.addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Kill()
+			_ = d.cmd.Wait()
+		}
+	})
+	return d
+}
+
+func (d *daemonProc) logs() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.String()
+}
+
+// ready waits for the metrics address the daemon logs once it is up.
+func (d *daemonProc) ready() string {
+	d.t.Helper()
+	select {
+	case a := <-d.addr:
+		return "http://" + a + "/metrics"
+	case <-d.done:
+		_ = d.cmd.Wait()
+		d.t.Fatalf("the daemon exited before serving (%v):\n%s", d.cmd.ProcessState, d.logs())
+	case <-time.After(30 * time.Second):
+		d.t.Fatalf("the daemon did not serve within 30 s:\n%s", d.logs())
+	}
+	return ""
+}
+
+// stop signals the daemon and returns its exit code.
+func (d *daemonProc) stop(sig syscall.Signal) int {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		d.t.Fatal(err)
+	}
+	<-d.done
+	_ = d.cmd.Wait()
+	return d.cmd.ProcessState.ExitCode()
+}
+
+// wait returns the exit code and output of a daemon expected to exit.
+func (d *daemonProc) wait() (int, string) {
+	d.t.Helper()
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		d.t.Fatalf("the daemon did not exit:\n%s", d.logs())
+	}
+	_ = d.cmd.Wait()
+	return d.cmd.ProcessState.ExitCode(), d.logs()
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
+	}
+	return string(b)
+}
+
+// registeredCount counts a name in the kernel's list (to see duplicates).
+func registeredCount(t *testing.T, name string) int {
+	t.Helper()
+	names, err := cc.Registered()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range names {
+		if x == name {
+			n++
+		}
+	}
+	return n
+}
+
+func unloadAtCleanup(t *testing.T, root string, names ...string) {
+	t.Cleanup(func() {
+		for _, n := range names {
+			if cc.IsRegistered(n) {
+				_ = cc.Unload(n, root)
+			}
+		}
+	})
+}
+
+// serve with on_exit remove: metrics respond; SIGTERM unloads what the
+// configuration named and leaves no pins.
+func TestServeOnExitRemove(t *testing.T) {
+	root := testenv.PinRoot(t)
+	name := "t_srv_" + topo.Suffix()
+	unloadAtCleanup(t, root, name)
+	d := startDaemon(t, fmt.Sprintf(`
+bpffs: %s
+on_exit: remove
+algorithms:
+  - {algo: lia, name: %s, lisa: true}
+metrics: {listen_address: "127.0.0.1:0"}
+`, root, name))
+	url := d.ready()
+	body := get(t, url)
+	for _, want := range []string{
+		fmt.Sprintf(`mptcp_cc_algorithm_info{cc="%s",algo="lia",lisa="true",trace="false"} 1`, name),
+		fmt.Sprintf(`mptcp_cc_algorithm_subflows{cc="%s",algo="lia"} 0`, name),
+		"mptcp_cc_build_info{", "process_resident_memory_bytes", "mptcp_cc_pm_events_total", "mptcp_cc_subflow_series_limit 4096",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !cc.IsRegistered(name) {
+		t.Fatalf("%s not registered while the daemon runs", name)
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, d.logs())
+	}
+	if cc.IsRegistered(name) {
+		t.Errorf("%s still registered after SIGTERM with on_exit remove", name)
+	}
+	if l, err := cc.List(root); err != nil || len(l) != 0 {
+		t.Errorf("pins left: %+v %v", l, err)
+	}
+	if !strings.Contains(d.logs(), "unloaded") {
+		t.Errorf("no unload logged:\n%s", d.logs())
+	}
+}
+
+// SIGKILL in the middle of a transfer: the pins keep the CC, the transfer
+// completes intact; a restart adopts the pins (no error, no duplicate),
+// updates changed parameters in place, follows the client namespace's
+// events; on_exit keep leaves the CC registered.
+func TestServeKillAdoptKeep(t *testing.T) {
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{
+		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
+	})
+	name := "t_srv_" + topo.Suffix()
+	unloadAtCleanup(t, root, name)
+	config := func(lisa bool) string {
+		return fmt.Sprintf(`
+bpffs: %s
+on_exit: keep
+algorithms:
+  - {algo: olia, name: %s, lisa: %v}
+metrics: {listen_address: "127.0.0.1:0"}
+events: {namespaces: [%s]}
+`, root, name, lisa, n.Client)
+	}
+
+	d := startDaemon(t, config(false))
+	d.ready()
+	if !strings.Contains(d.logs(), "loaded") {
+		t.Fatalf("first start did not load:\n%s", d.logs())
+	}
+
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 6 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if code := d.stop(syscall.SIGKILL); code != -1 {
+		t.Fatalf("SIGKILL: exit %d", code)
+	}
+	if !cc.IsRegistered(name) {
+		t.Fatal("SIGKILL unregistered the CC")
+	}
+
+	// Restart while the transfer runs: adopted, same parameters.
+	d = startDaemon(t, config(false))
+	url := d.ready()
+	if !strings.Contains(d.logs(), "adopted") || strings.Contains(d.logs(), "level=ERROR") {
+		t.Fatalf("restart did not adopt cleanly:\n%s", d.logs())
+	}
+	if got := registeredCount(t, name); got != 1 {
+		t.Fatalf("%s listed %d times after the restart", name, got)
+	}
+	if l, err := cc.List(root); err != nil || len(l) != 1 {
+		t.Fatalf("after the restart: %+v %v", l, err)
+	}
+	body := get(t, url)
+	res, err := c.Wait()
+	if err != nil || !res.Intact || res.Delivered != 6<<20 {
+		t.Fatalf("transfer across the kill: %+v %v", res, err)
+	}
+	if res.CC != name {
+		t.Errorf("transfer ran %q", res.CC)
+	}
+	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_algorithm_info{cc="%s",algo="olia"`, name)) {
+		t.Errorf("/metrics after the restart lacks the algorithm")
+	}
+
+	// Events of the client namespace: a new connection is counted.
+	if _, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`mptcp_cc_pm_events_total{netns="%s",type="CREATED"}`, n.Client)
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(get(t, url), want); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+	}
+
+	// SIGTERM with keep: still registered.
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs())
+	}
+	if !cc.IsRegistered(name) {
+		t.Fatal("on_exit keep unregistered the CC")
+	}
+
+	// Restart with other parameters: updated in place, no reload.
+	d = startDaemon(t, config(true))
+	d.ready()
+	if !strings.Contains(d.logs(), "parameters updated") {
+		t.Errorf("changed parameters not reported:\n%s", d.logs())
+	}
+	l, err := cc.List(root)
+	if err != nil || len(l) != 1 || !l[0].Params.LISA {
+		t.Errorf("parameters after the update: %+v %v", l, err)
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+	if err := cc.Unload(name, root); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A real per-cgroup policy through pkg/policy: attached at start (the
+// algorithm loaded first), detached at exit with on_exit remove.
+func TestServePolicy(t *testing.T) {
+	root := testenv.PinRoot(t)
+	mnt, err := policy.CgroupMount()
+	if err != nil {
+		t.Skipf("no cgroup v2 hierarchy: %v", err)
+	}
+	cg := filepath.Join(mnt, "mptcp-cc-test-"+topo.Suffix())
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(cg) })
+	name := "t_srv_" + topo.Suffix()
+	unloadAtCleanup(t, root, name)
+	proot := root + "-policy"
+	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
+
+	d := startDaemon(t, fmt.Sprintf(`
+bpffs: %s
+on_exit: remove
+algorithms: [{algo: balia, name: %s}]
+policies:
+  - {cgroup: %s, algo: balia}
+  - {cgroup: %s, cc: cubic, dst: 192.0.2.0/24, dst_port: 443, tcp: true}
+metrics: {listen_address: "127.0.0.1:0"}
+events: {enabled: false}
+`, root, name, filepath.Base(cg), cg))
+	url := d.ready()
+	atts, err := policy.List(proot)
+	if err != nil || len(atts) != 1 || atts[0].Cgroup != cg || len(atts[0].Rules) != 2 {
+		t.Fatalf("policies while serving: %+v %v\n%s", atts, err, d.logs())
+	}
+	if body := get(t, url); !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_rule_info{cc="%s",cgroup="%s",dst="any",dst_port="0",tcp="false"} 1`, name, cg)) {
+		t.Errorf("/metrics lacks the policy rule:\n%s", grep(body, "policy"))
+	}
+	if code := d.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs())
+	}
+	if atts, err := policy.List(proot); err != nil || len(atts) != 0 {
+		t.Errorf("policies after on_exit remove: %+v %v", atts, err)
+	}
+	if cc.IsRegistered(name) {
+		t.Errorf("%s registered after on_exit remove", name)
+	}
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Bad input: a clear message, a non-zero exit, nothing registered or
+// attached.
+func TestServeBadInput(t *testing.T) {
+	root := testenv.PinRoot(t)
+	first := "t_srv_" + topo.Suffix()
+	unloadAtCleanup(t, root, first)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	before, _ := cc.Registered()
+
+	cases := []struct {
+		name   string
+		config string
+		args   []string
+		want   []string
+	}{
+		{"unknown algorithm", "algorithms:\n  - algo: cubic2\n", nil,
+			[]string{"config.yaml:3: algorithms[0].algo: unknown algorithm \"cubic2\": choose one of balia, lia, olia, rsf"}},
+		{"malformed YAML", "algorithms: [\n  {algo: olia\n", nil, []string{"config.yaml:", "did not find expected"}},
+		{"missing cgroup", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\npolicies:\n  - {cgroup: /sys/fs/cgroup/unified/no-such-%s, algo: lia}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first, topo.Suffix()), nil,
+			[]string{"policies[0].cgroup:", "does not exist"}},
+		{"non-loopback address", "metrics: {listen_address: \"0.0.0.0:9464\"}\n", nil,
+			[]string{"metrics.listen_address:", "not a loopback address", "--web.allow-remote"}},
+		{"non-loopback flag", "", []string{"--web.listen-address", ":9464"},
+			[]string{"not a loopback address", "--web.allow-remote"}},
+		{"port in use", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\nmetrics: {listen_address: %q}\n", first, busy.Addr().String()), nil,
+			[]string{"address already in use"}},
+		{"name taken by the kernel (rollback)", fmt.Sprintf("algorithms:\n  - {algo: lia, name: %s}\n  - {algo: olia, name: reno}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first), nil,
+			[]string{"algorithms[1]: loading olia as reno", "already registered"}},
+		{"bad on-exit flag", "", []string{"--on-exit", "sometimes"}, []string{"on_exit: \"sometimes\" is neither keep nor remove"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := startDaemon(t, "bpffs: "+root+"\n"+c.config, c.args...)
+			code, out := d.wait()
+			if code == 0 {
+				t.Fatalf("exit 0:\n%s", out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if l, err := cc.List(root); err != nil || len(l) != 0 {
+				t.Errorf("left loaded: %+v %v", l, err)
+			}
+			if cc.IsRegistered(first) {
+				t.Errorf("%s left registered", first)
+			}
+		})
+	}
+	after, _ := cc.Registered()
+	if strings.Join(before, " ") != strings.Join(after, " ") {
+		t.Errorf("registered congestion controls changed: %v -> %v", before, after)
+	}
+
+	// --config.check validates and exits; it touches nothing even for a
+	// valid file naming algorithms.
+	file := filepath.Join(t.TempDir(), "ok.yaml")
+	_ = os.WriteFile(file, []byte(fmt.Sprintf("bpffs: %s\nalgorithms: [{algo: lia, name: %s}]\n", root, first)), 0o600)
+	out, err := exec.Command(mptcpCC(t), "serve", "--config.check", "--config", file).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "valid") || cc.IsRegistered(first) {
+		t.Errorf("--config.check: %v %s", err, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	_ = os.WriteFile(bad, []byte("algorithms:\n  - algo: lia\n    lisaa: true\n"), 0o600)
+	cmd := exec.Command(mptcpCC(t), "serve", "--config.check", "--config", bad)
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "bad.yaml:3: algorithms[0].lisaa: unknown field") {
+		t.Errorf("--config.check of a bad file: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+
+	// Not root: refused before anything is touched, with how to run it.
+	if _, err := exec.LookPath("setpriv"); err == nil {
+		file := filepath.Join(os.TempDir(), "mptcp-cc-nonroot-"+topo.Suffix()+".yaml")
+		_ = os.WriteFile(file, []byte(fmt.Sprintf("bpffs: %s\nalgorithms: [{algo: lia, name: %s}]\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", root, first)), 0o644)
+		defer os.Remove(file)
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", mptcpCC(t), "serve", "--config", file)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), "needs root") {
+			t.Errorf("unprivileged serve: exit %d: %s", cmd.ProcessState.ExitCode(), out)
+		}
+		if cc.IsRegistered(first) {
+			t.Errorf("an unprivileged serve registered %s", first)
+		}
+	} else {
+		t.Log("setpriv not found: the unprivileged case is only unit-tested (TestNotPrivileged)")
+	}
+}
+
+// `mptcp-cc top --once --json --netns CLIENT` during a two-path transfer:
+// one connection, both subflows with the path manager's address ids, a
+// delivery rate from the bytes_acked deltas, the connection's age from the
+// events; the text view shows the same connection.
+func TestTopLive(t *testing.T) {
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{
+		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
+	})
+	name := testenv.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	top := func(args ...string) *exec.Cmd {
+		return exec.Command(mptcpCC(t), append([]string{"top", "--bpffs", root, "--netns", n.Client}, args...)...)
+	}
+	// Subscribe before the connection exists, so its CREATED event is seen;
+	// stream frames until one has the connection with both subflows' rates.
+	jsonTop := top("--json", "--interval", "400ms")
+	stdout, err := jsonTop.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	jsonTop.Stderr = &stderr
+	if err := jsonTop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = jsonTop.Process.Kill(); _ = jsonTop.Wait() })
+	time.Sleep(300 * time.Millisecond)
+
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type topFrame struct {
+		Connections []struct {
+			Token, CC, Algo string
+			Created         time.Time
+			Rate            float64 `json:"delivery_rate_bytes_per_second"`
+			Subflows        []struct {
+				SubflowID uint32  `json:"subflow_id"`
+				LocalID   uint8   `json:"local_id"`
+				Local     string  `json:"local"`
+				Cwnd      uint32  `json:"cwnd_segments"`
+				Rate      float64 `json:"delivery_rate_bytes_per_second"`
+			}
+		}
+		Events map[string]uint64
+	}
+	var frame topFrame
+	frames := 0
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	deadline := time.Now().Add(4 * time.Second)
+	for sc.Scan() {
+		var f topFrame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("top --json line: %v\n%s", err, sc.Text())
+		}
+		frames++
+		frame = f
+		if len(f.Connections) == 1 && len(f.Connections[0].Subflows) == 2 && f.Connections[0].Subflows[0].Rate > 0 && f.Connections[0].Subflows[1].Rate > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	_ = jsonTop.Process.Signal(syscall.SIGINT)
+	if err := jsonTop.Wait(); err != nil {
+		t.Errorf("top --json after SIGINT: %v\n%s", err, stderr.String())
+	}
+	t.Logf("%d frames", frames)
+	if len(frame.Connections) != 1 {
+		t.Fatalf("connections: %+v", frame.Connections)
+	}
+	conn := frame.Connections[0]
+	if conn.CC != name || len(conn.Subflows) != 2 || conn.Created.IsZero() || conn.Rate <= 0 {
+		t.Fatalf("connection: %+v", conn)
+	}
+	ids := map[string]uint8{}
+	for _, s := range conn.Subflows {
+		ids[strings.Split(s.Local, ":")[0]] = s.LocalID
+		if s.Rate <= 0 || s.Cwnd == 0 {
+			t.Errorf("subflow without rate or cwnd: %+v", s)
+		}
+	}
+	if ids["10.0.0.1"] != 0 || ids["10.0.1.1"] == 0 {
+		t.Errorf("address ids by local address %v: want 0 for the initial subflow, the endpoint's id for the join", ids)
+	}
+	if frame.Events["CREATED"] < 1 || frame.Events["SUB_ESTABLISHED"] < 1 {
+		t.Errorf("event counts %v", frame.Events)
+	}
+
+	out, err := top("--once", "--sort", "cwnd", "--interval", "300ms").CombinedOutput()
+	if err != nil {
+		t.Fatalf("top --once: %v\n%s", err, out)
+	}
+	text := string(out)
+	t.Logf("top --once:\n%s", text)
+	for _, want := range []string{"sort cwnd", "1 connection(s), 2 subflow(s)", conn.Token, "├ sf", "└ sf", "bit/s", "mptcp_pm events in netns " + n.Client} {
+		if !strings.Contains(text, want) {
+			t.Errorf("top --once lacks %q:\n%s", want, text)
+		}
+	}
+	if res, err := c.Wait(); err != nil || !res.Intact {
+		t.Fatalf("transfer: %+v %v", res, err)
+	}
+
+	// Bad flags: a clear error.
+	cmd := top("--sort", "speed")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), `unknown sort key "speed": one of cwnd, srtt, rate, token`) {
+		t.Errorf("--sort speed: exit %d %s", cmd.ProcessState.ExitCode(), out)
+	}
+}

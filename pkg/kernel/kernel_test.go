@@ -1,0 +1,47 @@
+package kernel
+
+import (
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestSufficient(t *testing.T) {
+	bit := func(c ...uint) (m uint64) {
+		for _, x := range c {
+			m |= 1 << x
+		}
+		return m
+	}
+	cases := []struct {
+		eff  uint64
+		want bool
+	}{
+		{0, false},
+		{bit(unix.CAP_SYS_ADMIN), true},
+		{bit(unix.CAP_BPF, unix.CAP_NET_ADMIN, unix.CAP_PERFMON), true},
+		{bit(unix.CAP_BPF, unix.CAP_NET_ADMIN), false},
+		{bit(unix.CAP_NET_ADMIN, unix.CAP_PERFMON), false},
+	}
+	for _, c := range cases {
+		if got := Sufficient(c.eff); got != c.want {
+			t.Errorf("Sufficient(%#x) = %v, want %v", c.eff, got, c.want)
+		}
+	}
+}
+
+func TestRequireCongestionControl(t *testing.T) {
+	if err := RequireCongestionControl("reno"); err != nil {
+		t.Errorf("reno: %v", err)
+	}
+	for _, bad := range []string{"", "sixteen_chars_xx", "has space"} {
+		if err := RequireCongestionControl(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	err := RequireCongestionControl("mptcp_nosuch")
+	if err == nil || !strings.Contains(err.Error(), "mptcp-cc load --algo nosuch") {
+		t.Errorf("missing mptcp_ CC: %v, want the load hint", err)
+	}
+}

@@ -1,0 +1,365 @@
+package metrics_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// serve starts a metrics server over the pins under root on 127.0.0.1:0.
+func serve(t *testing.T, root string, max int) string {
+	t.Helper()
+	reg, err := metrics.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := metrics.NewCollector(metrics.PinSource{Root: root}, metrics.Options{MaxSubflows: max, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := metrics.Listen("127.0.0.1:0", false, metrics.Handler(col, reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + srv.Addr().String() + "/metrics"
+}
+
+type series struct {
+	labels map[string]string
+	value  float64
+}
+
+// scrape fetches and parses /metrics: family name -> series.
+func scrape(t *testing.T, url string) map[string][]series {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	out := map[string][]series{}
+	for name, mf := range mfs {
+		for _, m := range mf.Metric {
+			out[name] = append(out[name], toSeries(m))
+		}
+	}
+	return out
+}
+
+func toSeries(m *dto.Metric) series {
+	s := series{labels: map[string]string{}}
+	for _, l := range m.Label {
+		s.labels[l.GetName()] = l.GetValue()
+	}
+	switch {
+	case m.Gauge != nil:
+		s.value = m.Gauge.GetValue()
+	case m.Counter != nil:
+		s.value = m.Counter.GetValue()
+	case m.Untyped != nil:
+		s.value = m.Untyped.GetValue()
+	}
+	return s
+}
+
+func ofCC(ss []series, name string) []series {
+	var out []series
+	for _, s := range ss {
+		if s.labels["cc"] == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func valueOf(t *testing.T, m map[string][]series, family, cc string) float64 {
+	t.Helper()
+	s := ofCC(m[family], cc)
+	if len(s) != 1 {
+		t.Fatalf("%s{cc=%q}: %d series, want 1", family, cc, len(s))
+	}
+	return s[0].value
+}
+
+// ssSubflow is the kernel's own view of one TCP socket (`ss -tin`).
+type ssSubflow struct {
+	cwnd float64
+	srtt float64 // seconds
+}
+
+var (
+	ssCwnd = regexp.MustCompile(`\bcwnd:(\d+)`)
+	ssRTT  = regexp.MustCompile(`\brtt:([\d.]+)/`)
+)
+
+// kernelView runs `ss -tin` in the client namespace: local address -> state
+// of every established TCP socket (MPTCP subflows included) toward dport.
+func kernelView(t *testing.T, ns string, dport uint16) map[netip.AddrPort]ssSubflow {
+	t.Helper()
+	out, err := netns.Output(ns, "ss", "-tinH", "state", "established", fmt.Sprintf("dport = :%d", dport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := map[netip.AddrPort]ssSubflow{}
+	var cur netip.AddrPort
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "\t") && len(f) >= 4 {
+			// Recv-Q Send-Q Local Peer (state filtered, so no state column)
+			// "10.0.1.1%p1:39315": a subflow bound to a device
+			local := f[2]
+			if i, j := strings.IndexByte(local, '%'), strings.LastIndexByte(local, ':'); i >= 0 && j > i {
+				local = local[:i] + local[j:]
+			}
+			cur = netip.AddrPort{}
+			if ap, err := netip.ParseAddrPort(local); err == nil {
+				cur = ap
+			}
+			continue
+		}
+		var s ssSubflow
+		if m := ssCwnd.FindStringSubmatch(line); m != nil {
+			s.cwnd, _ = strconv.ParseFloat(m[1], 64)
+		}
+		if m := ssRTT.FindStringSubmatch(line); m != nil {
+			ms, _ := strconv.ParseFloat(m[1], 64)
+			s.srtt = ms / 1e3
+		}
+		if cur.IsValid() {
+			view[cur] = s
+		}
+	}
+	return view
+}
+
+var ssToken = regexp.MustCompile(`\btoken:([0-9a-f]+)`)
+
+// mptcpTokens lists the tokens of the MPTCP sockets in a namespace (`ss -Mni`).
+func mptcpTokens(t *testing.T, ns string) map[string]bool {
+	t.Helper()
+	out, err := netns.Output(ns, "ss", "-MniH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]bool{}
+	for _, m := range ssToken.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseUint(m[1], 16, 32)
+		tokens[fmt.Sprintf("%08x", v)] = true
+	}
+	return tokens
+}
+
+func within(v, lo, hi, rel, abs float64) bool {
+	return v >= lo*(1-rel)-abs && v <= hi*(1+rel)+abs
+}
+
+// During a two-path MPTCP transfer, both subflows of the connection are
+// exported with cwnd and srtt that agree with the kernel's own view (ss),
+// the aggregates count them, the bound cuts the per-subflow series and
+// says so, and once the connection closes its series are gone.
+func TestMetricsLiveTransfer(t *testing.T) {
+	root := testenv.PinRoot(t)
+	n := testenv.Net(t, topo.Config{
+		Paths:       []int{0, 1},
+		Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 30e6}},
+		Subflows:    true,
+	})
+	name := testenv.Load(t, root, "olia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	url := serve(t, root, metrics.DefaultMaxSubflows)
+	urlBound := serve(t, root, 1)
+
+	m := scrape(t, url)
+	if v := valueOf(t, m, "mptcp_cc_algorithm_subflows", name); v != 0 {
+		t.Fatalf("subflows before any connection: %v", v)
+	}
+	if v := valueOf(t, m, "mptcp_cc_algorithm_registered", name); v != 1 {
+		t.Fatalf("registered = %v", v)
+	}
+	if len(m["mptcp_cc_build_info"]) != 1 {
+		t.Fatal("no build_info")
+	}
+
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Both subflows appear.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		m = scrape(t, url)
+		if len(ofCC(m["mptcp_cc_subflow_cwnd_segments"], name)) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("subflow series after 3 s: %+v", ofCC(m["mptcp_cc_subflow_cwnd_segments"], name))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // past slow start
+
+	// cwnd and srtt against ss, sampled between two scrapes. cwnd moves
+	// with every ACK, so a sample agrees if ss falls within the two scrapes'
+	// range widened by 30% (and 2 segments / 1 ms); most samples must.
+	agreed, attempts := 0, 5
+	var token string
+	for a := 0; a < attempts; a++ {
+		m1 := scrape(t, url)
+		view := kernelView(t, n.Client, srv.Addr().Port())
+		m2 := scrape(t, url)
+		ok := true
+		cw1, cw2 := ofCC(m1["mptcp_cc_subflow_cwnd_segments"], name), ofCC(m2["mptcp_cc_subflow_cwnd_segments"], name)
+		rt1, rt2 := ofCC(m1["mptcp_cc_subflow_srtt_seconds"], name), ofCC(m2["mptcp_cc_subflow_srtt_seconds"], name)
+		if len(cw1) != 2 || len(cw2) != 2 || len(rt1) != 2 || len(rt2) != 2 {
+			t.Fatalf("attempt %d: want 2 subflows in each scrape, got %d/%d", a, len(cw1), len(cw2))
+		}
+		locals := map[netip.Addr]bool{}
+		ids := map[string]bool{}
+		for i, s := range cw1 {
+			if token == "" {
+				token = s.labels["token"]
+			}
+			if s.labels["token"] != token || s.labels["algo"] != "olia" || s.labels["remote"] != srv.Addr().String() {
+				t.Fatalf("subflow labels %v: want token %s, algo olia, remote %s", s.labels, token, srv.Addr())
+			}
+			local, err := netip.ParseAddrPort(s.labels["local"])
+			if err != nil {
+				t.Fatalf("local label %q: %v", s.labels["local"], err)
+			}
+			locals[local.Addr()] = true
+			ids[s.labels["subflow"]] = true
+			k, ok2 := view[local]
+			if !ok2 {
+				raw, _ := netns.Output(n.Client, "ss", "-tinH")
+				t.Fatalf("ss does not list the subflow %s: %+v\n%s", local, view, raw)
+			}
+			c2 := find(cw2, s.labels)
+			r1, r2 := find(rt1, s.labels), find(rt2, s.labels)
+			lo, hi := min(s.value, c2), max(s.value, c2)
+			rlo, rhi := min(r1, r2), max(r1, r2)
+			good := within(k.cwnd, lo, hi, 0.3, 2) && within(k.srtt, rlo, rhi, 0.3, 0.001)
+			t.Logf("attempt %d subflow %d (%s): cwnd metrics %v..%v ss %v; srtt metrics %.2f..%.2f ms ss %.2f ms: %v",
+				a, i, local, lo, hi, k.cwnd, rlo*1e3, rhi*1e3, k.srtt*1e3, good)
+			ok = ok && good
+		}
+		if len(locals) != 2 || !locals[topo.ClientAddr(0)] || !locals[topo.ClientAddr(1)] || len(ids) != 2 {
+			t.Fatalf("the two series are not the two paths' subflows: locals %v ids %v", locals, ids)
+		}
+		if ok {
+			agreed++
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	if agreed < 3 {
+		t.Errorf("metrics agreed with ss in %d of %d samples, want at least 3", agreed, attempts)
+	}
+	if tokens := mptcpTokens(t, n.Client); len(tokens) > 0 && !tokens[token] {
+		t.Errorf("token label %s is not among the client's MPTCP tokens %v", token, tokens)
+	}
+
+	m = scrape(t, url)
+	if v := valueOf(t, m, "mptcp_cc_algorithm_subflows", name); v != 2 {
+		t.Errorf("algorithm_subflows = %v, want 2", v)
+	}
+	if v := valueOf(t, m, "mptcp_cc_algorithm_connections", name); v != 1 {
+		t.Errorf("algorithm_connections = %v, want 1", v)
+	}
+	if s := ofCC(m["mptcp_cc_connection_coupled"], name); len(s) != 1 || s[0].labels["quantity"] != "alpha" || s[0].labels["token"] != token {
+		t.Errorf("connection_coupled: %+v", s)
+	}
+	if s := ofCC(m["mptcp_cc_connection_subflows"], name); len(s) != 1 || s[0].value != 2 {
+		t.Errorf("connection_subflows: %+v", s)
+	}
+	for _, fam := range []string{"mptcp_cc_subflow_delivered_segments_total", "mptcp_cc_subflow_acked_bytes_total", "mptcp_cc_subflow_sent_bytes_total", "mptcp_cc_subflow_pacing_rate_bytes_per_second"} {
+		for _, s := range ofCC(m[fam], name) {
+			if s.value <= 0 {
+				t.Errorf("%s%v = %v during a transfer", fam, s.labels, s.value)
+			}
+		}
+	}
+	if v := m["mptcp_cc_subflow_series_dropped"]; len(v) != 1 || v[0].value != 0 {
+		t.Errorf("dropped without a bound: %+v", v)
+	}
+
+	// The bound: one per-subflow series, the other counted as dropped;
+	// the aggregates stay complete.
+	mb := scrape(t, urlBound)
+	if s := ofCC(mb["mptcp_cc_subflow_cwnd_segments"], name); len(s) != 1 {
+		t.Errorf("max-subflows 1: %d cwnd series", len(s))
+	}
+	if s := ofCC(mb["mptcp_cc_subflow_srtt_seconds"], name); len(s) != 1 {
+		t.Errorf("max-subflows 1: %d srtt series", len(s))
+	}
+	if v := mb["mptcp_cc_subflow_series_dropped"]; len(v) != 1 || v[0].value != 1 {
+		t.Errorf("max-subflows 1: dropped %+v, want 1", v)
+	}
+	if v := valueOf(t, mb, "mptcp_cc_algorithm_subflows", name); v != 2 {
+		t.Errorf("max-subflows 1: aggregate subflows %v, want 2", v)
+	}
+
+	res, err := c.Wait()
+	if err != nil || !res.Intact {
+		t.Fatalf("transfer: %+v %v", res, err)
+	}
+	// Closed: the series disappear.
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		m = scrape(t, url)
+		if len(ofCC(m["mptcp_cc_subflow_cwnd_segments"], name)) == 0 && len(ofCC(m["mptcp_cc_connection_coupled"], name)) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("series left 3 s after the connection closed: %+v", ofCC(m["mptcp_cc_subflow_cwnd_segments"], name))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v := valueOf(t, m, "mptcp_cc_algorithm_subflows", name); v != 0 {
+		t.Errorf("algorithm_subflows after close = %v", v)
+	}
+}
+
+func find(ss []series, labels map[string]string) float64 {
+	for _, s := range ss {
+		if s.labels["token"] == labels["token"] && s.labels["subflow"] == labels["subflow"] {
+			return s.value
+		}
+	}
+	return -1
+}
