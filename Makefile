@@ -5,6 +5,7 @@
 #   make test    the whole test suite (root: it loads BPF and builds namespaces)
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
+#   make reproduce  re-run the seed papers' experiments (long: docs/results/)
 
 GO       ?= go
 CLANG    ?= clang-19
@@ -24,7 +25,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build generate test test-short bench demo clean vet
+.PHONY: all deps build generate test test-short bench demo clean vet reproduce
 
 all: build
 
@@ -76,3 +77,20 @@ demo: deps build
 
 clean:
 	rm -rf bin $(VMLINUX) $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
+
+# The seed papers' experiments (docs/results/*.md): every scenario file of an
+# experiment runs under the network lock on its own, so other users of the
+# machine can interleave; then the tables and charts are regenerated.
+# `make reproduce-rsf` (or -khalili, -lisa) runs one experiment.
+REPRO_OUT  ?= lab-results
+REPRO_LOCK ?= /tmp/mptcp-cc-net.lock
+REPRO_EXPERIMENTS := rsf khalili lisa
+
+reproduce: build
+	@for e in $(REPRO_EXPERIMENTS); do $(MAKE) --no-print-directory reproduce-$$e || exit 1; done
+
+reproduce-%: build
+	@for f in testdata/scenarios/$*/*.yaml; do \
+		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
+	done
+	bin/mptcp-lab report docs/results/$*.report.yaml --results $(REPRO_OUT)

@@ -20,6 +20,10 @@
 //
 // The router forwards each path's packets onto its bottleneck by source
 // address (a routing rule per path); the server answers by destination.
+//
+// BuildMulti (multi.go) builds the general form the lab uses: several kinds
+// of hosts with several instances each (competing users), shared or private
+// access links, and several servers each behind its own link.
 package topo
 
 import (

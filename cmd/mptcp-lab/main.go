@@ -1,0 +1,441 @@
+// mptcp-lab runs experiments on emulated multipath networks with real
+// kernel MPTCP (pkg/lab). It only turns flags into calls of pkg/lab, and
+// makes sure a run leaves nothing behind however it ends:
+//
+//   - Ctrl-C / SIGTERM / SIGHUP: the run stops, removes its namespaces,
+//     unloads its congestion controls and writes the results it has; a
+//     second signal exits at once and leaves the cleanup to the janitor.
+//   - SIGKILL, a crash, or the second signal: a janitor process, started
+//     with every run in its own session and holding the read end of a pipe
+//     whose write end only the run holds, sees end-of-file when the run
+//     dies and removes what the run left (lab.CleanRun).
+//   - If the janitor is killed too (e.g. `kill -9` of both, or a reboot of
+//     bpffs-less state), `mptcp-lab clean` removes the leftovers of every
+//     run whose process is gone, found by name (mplab-<id>-* namespaces,
+//     /sys/fs/bpf/mptcp-lab/<id> pins, /run/mptcp-lab/<id> records).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "run scenario files and write results (CSV, JSON, SVG)", cmdRun},
+		{"up", "build a scenario's network and keep it until interrupted", cmdUp},
+		{"validate", "check scenario files and list their cases", cmdValidate},
+		{"clean", "remove what killed runs left behind", cmdClean},
+		{"report", "tables and charts of results next to the paper's numbers", cmdReport},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: mptcp-lab COMMAND [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\n`mptcp-lab COMMAND -h` shows a command's flags; docs/lab.md the scenario format.\n")
+}
+
+// errInterrupted makes main exit with 130, as shells do after Ctrl-C.
+var errInterrupted = errors.New("interrupted")
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage(os.Stdout)
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	if os.Args[1] == janitorCmd {
+		janitor(os.Args[2:])
+		return
+	}
+	name := os.Args[1]
+	for _, c := range commands {
+		if c.name != name {
+			continue
+		}
+		if err := c.run(os.Args[2:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return
+			}
+			fmt.Fprintf(os.Stderr, "mptcp-lab %s: %v\n", name, err)
+			if errors.Is(err, errInterrupted) {
+				os.Exit(130)
+			}
+			os.Exit(1)
+		}
+		return
+	}
+	fmt.Fprintf(os.Stderr, "mptcp-lab: unknown command %q\n\n", name)
+	usage(os.Stderr)
+	os.Exit(2)
+}
+
+func newFlags(name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: mptcp-lab %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseInterspersed parses flags that may come after the positional
+// arguments (mptcp-lab run FILE --out DIR).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// session is what every command that builds something shares: a run id,
+// signal handling and the janitor.
+type session struct {
+	id     lab.RunID
+	ctx    context.Context
+	cancel context.CancelFunc
+	stopJ  func()
+}
+
+func newSession(noJanitor bool) (*session, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("needs root (network namespaces, BPF): run it with sudo")
+	}
+	id, err := lab.NewRunID()
+	if err != nil {
+		return nil, fmt.Errorf("recording the run: %w", err)
+	}
+	s := &session{id: id, stopJ: func() {}}
+	if !noJanitor {
+		stop, err := startJanitor(id)
+		if err != nil {
+			id.Release()
+			return nil, fmt.Errorf("starting the janitor: %w", err)
+		}
+		s.stopJ = stop
+	}
+	sigc := make(chan os.Signal, 2)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go func() {
+		sig := <-sigc
+		fmt.Fprintf(os.Stderr, "mptcp-lab: %v: stopping and cleaning up (again to quit at once)\n", sig)
+		s.cancel()
+		<-sigc
+		fmt.Fprintf(os.Stderr, "mptcp-lab: quitting; the janitor removes what is left\n")
+		os.Exit(130)
+	}()
+	return s, nil
+}
+
+// close ends a session whose command cleaned up after itself: it checks
+// that nothing of the run is left (removing it if so) and dismisses the
+// janitor.
+func (s *session) close() error {
+	c, err := lab.CleanRun(s.id)
+	if len(c.Namespaces)+len(c.CCs) > 0 {
+		err = errors.Join(err, fmt.Errorf("run %s left %v %v behind (removed now)", s.id, c.Namespaces, c.CCs))
+	}
+	s.stopJ()
+	return err
+}
+
+func cmdRun(args []string) error {
+	fs := newFlags("run", "FILE... [--out DIR] [--reps N] [--case ID]...")
+	out := fs.String("out", "lab-results", "results directory (each scenario writes DIR/<scenario name>/)")
+	reps := fs.Int("reps", 0, "repetitions of every case (default: the file's)")
+	var cases multiFlag
+	fs.Var(&cases, "case", "run only this case id or variant (repeatable)")
+	quiet := fs.Bool("quiet", false, "no progress lines")
+	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests of `mptcp-lab clean`)")
+	files, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return errors.New("no scenario file")
+	}
+	var loaded []*lab.File
+	for _, p := range files {
+		f, err := lab.Load(p)
+		if err != nil {
+			return err
+		}
+		loaded = append(loaded, f)
+	}
+	s, err := newSession(*noJanitor)
+	if err != nil {
+		return err
+	}
+	var logw io.Writer = os.Stderr
+	if *quiet {
+		logw = nil
+	}
+	var runErr error
+	for _, f := range loaded {
+		fmt.Fprintf(os.Stderr, "mptcp-lab: running %s (run %s), results in %s/%s\n", f.Path, s.id, *out, f.Name)
+		_, err := lab.Run(s.ctx, f, lab.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
+			Command: strings.Join(os.Args, " ")})
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("%s: %w", f.Path, err))
+		}
+		if s.ctx.Err() != nil {
+			break
+		}
+	}
+	if err := s.close(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if s.ctx.Err() != nil {
+		return errors.Join(runErr, errInterrupted)
+	}
+	return runErr
+}
+
+func cmdUp(args []string) error {
+	fs := newFlags("up", "FILE [--case ID]")
+	caseID := fs.String("case", "", "which case (variant) to build (default: the first)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return errors.New("want one scenario file")
+	}
+	f, err := lab.Load(pos[0])
+	if err != nil {
+		return err
+	}
+	s, err := newSession(false)
+	if err != nil {
+		return err
+	}
+	err = lab.Up(s.ctx, f, *caseID, s.id, func(u *lab.UpInfo) {
+		n := u.Net
+		fmt.Printf("case %s of %s is up (run %s); Ctrl-C removes it.\n\n", u.Case, f.Path, s.id)
+		fmt.Println("namespaces:")
+		for h, insts := range n.Hosts {
+			for i, ns := range insts {
+				var addrs []string
+				for p := range u.Scenario.Hosts[h].Paths {
+					addrs = append(addrs, n.HostAddr(h, i, p).String())
+				}
+				fmt.Printf("  host   %-14s %-28s paths %s\n", fmt.Sprintf("%s[%d]", u.Scenario.Hosts[h].Name, i), ns, strings.Join(addrs, " "))
+			}
+		}
+		fmt.Printf("  router access %s, core %s\n", n.RouterA, n.RouterC)
+		for m, ns := range n.Servers {
+			fmt.Printf("  server %-14s %-28s address %s, xfer sink on %s\n", u.Scenario.Servers[m].Name, ns, n.ServerAddr(m), u.Sinks[m])
+		}
+		if len(u.CCs) > 0 {
+			fmt.Println("\ncongestion controls loaded:")
+			for _, c := range u.CCs {
+				fmt.Printf("  %-16s %s\n", c.Name, c.Spec)
+			}
+		}
+		fmt.Println("\nthe scenario's flows, by hand:")
+		for _, c := range u.Commands {
+			fmt.Println("  " + c)
+		}
+	})
+	if cerr := s.close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+func cmdValidate(args []string) error {
+	fs := newFlags("validate", "FILE...")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errors.New("no scenario file")
+	}
+	var errs []error
+	for _, p := range pos {
+		f, err := lab.Load(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reps := 0
+		for _, c := range f.Cases {
+			reps += c.Scenario.Repetitions
+		}
+		fmt.Printf("%s: %s, %d case(s), %d repetition(s) in all\n", p, f.Name, len(f.Cases), reps)
+		for _, c := range f.Cases {
+			var fl []string
+			for _, x := range c.Scenario.Flows {
+				n := x.Count * c.Scenario.Hosts[x.Host].Count
+				what := lab.FormatSize(x.Bytes)
+				if x.Duration > 0 {
+					what = x.Duration.String()
+				}
+				fl = append(fl, fmt.Sprintf("%s: %dx %s %s %s via %s", x.Name, n, x.Protocol(), x.CC, what, x.Tool))
+			}
+			fmt.Printf("  %-28s %s\n", c.ID, strings.Join(fl, "; "))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func cmdClean(args []string) error {
+	fs := newFlags("clean", "[--run ID] [--force] [--list]")
+	run := fs.String("run", "", "clean only this run")
+	force := fs.Bool("force", false, "also clean runs whose process is still alive")
+	list := fs.Bool("list", false, "only list what is there")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	if *list {
+		ids, err := lab.Leftovers()
+		if err != nil {
+			return err
+		}
+		for id, alive := range ids {
+			state := "owner gone"
+			if alive {
+				state = "running"
+			}
+			fmt.Printf("%s  %s\n", id, state)
+		}
+		return nil
+	}
+	if *run != "" {
+		c, err := lab.CleanRun(lab.RunID(*run))
+		report(c)
+		return err
+	}
+	cs, err := lab.Clean(*force)
+	for _, c := range cs {
+		report(c)
+	}
+	if len(cs) == 0 {
+		fmt.Println("nothing to clean")
+	}
+	return err
+}
+
+func report(c lab.Cleaned) {
+	fmt.Printf("run %s: removed %d namespace(s) %v, %d congestion control(s) %v\n", c.Run, len(c.Namespaces), c.Namespaces, len(c.CCs), c.CCs)
+}
+
+func cmdReport(args []string) error {
+	fs := newFlags("report", "SPEC.yaml... [--results DIR]")
+	results := fs.String("results", "lab-results", "where `run --out` wrote the results")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errors.New("no report spec")
+	}
+	var errs []error
+	for _, p := range pos {
+		written, err := lab.Report(p, *results)
+		for _, w := range written {
+			fmt.Println("wrote " + w)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ---- janitor ----
+
+const janitorCmd = "__janitor"
+
+// startJanitor starts `mptcp-lab __janitor ID` in its own session with the
+// read end of a pipe. stop tells it the run cleaned up by itself.
+func startJanitor(id lab.RunID) (stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, janitorCmd, string(id))
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.Stderr = os.Stderr
+	// Its own session: Ctrl-C in a terminal, or a kill of the run's process
+	// group, must not take the janitor down with the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	r.Close()
+	return func() {
+		_, _ = w.Write([]byte("done"))
+		w.Close()
+		_ = cmd.Wait()
+	}, nil
+}
+
+// janitor waits for its run to end. "done" means the run cleaned up; plain
+// end-of-file means it died, and the janitor cleans in its place.
+func janitor(args []string) {
+	if len(args) != 1 {
+		os.Exit(2)
+	}
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM)
+	pipe := os.NewFile(3, "run")
+	b, _ := io.ReadAll(pipe)
+	if string(b) == "done" {
+		return
+	}
+	c, err := lab.CleanRun(lab.RunID(args[0]))
+	fmt.Fprintf(os.Stderr, "mptcp-lab janitor: run %s ended without cleaning up; removed %d namespace(s), %d congestion control(s)\n",
+		args[0], len(c.Namespaces), len(c.CCs))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mptcp-lab janitor: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,184 @@
+package lab
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+)
+
+// newRun gives a test a run id and checks at cleanup that the run left
+// nothing on the system.
+func newRun(t *testing.T) RunID {
+	t.Helper()
+	testenv.RequireRoot(t)
+	id, err := NewRunID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		assertNothingLeft(t, id)
+		id.Release()
+	})
+	return id
+}
+
+func assertNothingLeft(t *testing.T, id RunID) {
+	t.Helper()
+	if ns, _ := topo.ListPrefix(id.NSPrefix()); len(ns) > 0 {
+		t.Errorf("namespaces left: %v", ns)
+		_, _ = CleanRun(id)
+	}
+	if _, err := os.Stat(id.PinRoot()); err == nil {
+		t.Errorf("pins left under %s", id.PinRoot())
+		_, _ = CleanRun(id)
+	}
+	names, _ := cc.Registered()
+	for _, n := range names {
+		if strings.HasPrefix(n, ccIDPrefix+string(id)+"_") {
+			t.Errorf("congestion control %s still registered", n)
+		}
+	}
+}
+
+// The smoke scenario end to end, in process: every flow runs and arrives
+// intact, the CSV, JSON and SVG files are written, the time series have
+// both subflows of the MPTCP flows with the kernel's and the map's view,
+// and nothing is left afterwards.
+func TestRunSmoke(t *testing.T) {
+	id := newRun(t)
+	f, err := Load("../../testdata/scenarios/smoke.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	start := time.Now()
+	sum, err := Run(context.Background(), f, Options{Out: out, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("smoke run took %v", time.Since(start).Round(time.Millisecond))
+	dir := filepath.Join(out, "smoke")
+	for _, p := range []string{"summary.json", "summary.csv", "throughput.svg", "completion.svg", "retrans.svg", "scenario.yaml",
+		"base/rep0/flows.csv", "base/rep0/result.json", "base/rep0/subflows.csv", "base/rep0/throughput.csv", "base/rep0/goodput.csv",
+		"base/rep0/links.csv", "base/rep0/commands.txt", "base/rep0/throughput.svg", "base/rep0/cwnd.svg", "base/rep0/cwnd_sum.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v (empty or missing)", p, err)
+		}
+	}
+	c := sum.Case("base")
+	if c == nil || len(c.Groups) != 4 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	for _, g := range c.Groups {
+		if g.Errors > 0 || g.Metrics["throughput_mbps_mean"].Mean <= 0 {
+			t.Errorf("flow %s: %d failed, throughput %v", g.Flow, g.Errors, g.Metrics["throughput_mbps_mean"].Mean)
+		}
+	}
+	if g := c.Group("sized"); g.Metrics["completion_s_mean"].Mean <= 0 || g.Metrics["completion_s_mean"].Mean > 5 {
+		t.Errorf("sized flow completion %v s", g.Metrics["completion_s_mean"].Mean)
+	}
+
+	rows := readCSV(t, filepath.Join(dir, "base/rep0/flows.csv"))
+	col := index(rows[0])
+	for _, r := range rows[1:] {
+		if r[col["intact"]] != "true" || r[col["error"]] != "" {
+			t.Errorf("flow %s: intact %s, error %q", r[col["name"]], r[col["intact"]], r[col["error"]])
+		}
+		want := map[string]string{"mp": "l" + string(id) + "_olia", "tcp": "reno", "sized": "l" + string(id) + "_lial", "iperf": "l" + string(id) + "_balia"}[r[col["name"]]]
+		if r[col["cc_actual"]] != want {
+			t.Errorf("flow %s ran %q, want %q", r[col["name"]], r[col["cc_actual"]], want)
+		}
+		if !strings.Contains(r[col["command"]], "iperf3") && !strings.Contains(r[col["command"]], "mptcp-xfer client") {
+			t.Errorf("flow %s: command %q", r[col["name"]], r[col["command"]])
+		}
+	}
+	if cmd := rows[4][col["command"]]; !strings.Contains(cmd, "mptcpize run iperf3 -c 10.4.0.2") {
+		t.Errorf("the iperf3 flow's command line: %q", cmd)
+	}
+
+	// Subflow samples: MPTCP flows on both paths, seen by the kernel and
+	// the map ("both"); the TCP flow by the kernel only.
+	rows = readCSV(t, filepath.Join(dir, "base/rep0/subflows.csv"))
+	col = index(rows[0])
+	paths := map[string]map[string]bool{}
+	sources := map[string]map[string]bool{}
+	for _, r := range rows[1:] {
+		fl := r[col["flow"]]
+		if paths[fl] == nil {
+			paths[fl], sources[fl] = map[string]bool{}, map[string]bool{}
+		}
+		paths[fl][r[col["path"]]] = true
+		sources[fl][r[col["source"]]] = true
+		if r[col["cwnd"]] == "0" {
+			t.Errorf("a sample with cwnd 0: %v", r)
+		}
+	}
+	for _, fl := range []string{"mp", "iperf", "sized"} {
+		if !paths[fl]["wifi"] || !paths[fl]["lte"] || !sources[fl]["both"] {
+			t.Errorf("flow %s: paths %v sources %v, want both paths, kernel and map", fl, paths[fl], sources[fl])
+		}
+	}
+	if len(paths["tcp"]) != 1 || !paths["tcp"]["wifi"] || sources["tcp"]["both"] {
+		t.Errorf("tcp flow: paths %v sources %v", paths["tcp"], sources["tcp"])
+	}
+}
+
+// A run cancelled midway stops within seconds and leaves nothing.
+func TestRunCancelled(t *testing.T) {
+	id := newRun(t)
+	f, err := Parse("long.yaml", []byte(`
+name: long
+links: {a: {rate: 10Mbit, delay: 10ms}, b: {rate: 10Mbit}}
+servers: {s: {}}
+hosts: {h: {paths: [a, b]}}
+flows:
+  f: {cc: lia, duration: 60s}
+  g: {cc: olia, bytes: 1GB}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(2*time.Second, cancel)
+	start := time.Now()
+	sum, err := Run(ctx, f, Options{Out: t.TempDir(), ID: id})
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Errorf("error %v, want interrupted", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v to stop", d)
+	}
+	if sum == nil || len(sum.Cases) != 1 || sum.Failed != 1 {
+		t.Errorf("summary of the interrupted run: %+v", sum)
+	}
+}
+
+func readCSV(t *testing.T, p string) [][]string {
+	t.Helper()
+	fh, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rows, err := csv.NewReader(fh).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %v (%d rows)", p, err, len(rows))
+	}
+	return rows
+}
+
+func index(header []string) map[string]int {
+	m := map[string]int{}
+	for i, h := range header {
+		m[h] = i
+	}
+	return m
+}

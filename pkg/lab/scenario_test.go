@@ -1,0 +1,289 @@
+package lab
+
+import (
+	"encoding/xml"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUnits(t *testing.T) {
+	rates := map[string]uint64{"10Mbit": 10e6, "10 Mbps": 10e6, "500kbit": 500e3, "1.5G": 1.5e9, "2000000": 2e6, "10Mbit/s": 10e6}
+	for s, want := range rates {
+		if got, err := ParseRate(s); err != nil || got != want {
+			t.Errorf("ParseRate(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"10MB", "fast", "-1Mbit", "10 furlongs"} {
+		if _, err := ParseRate(s); err == nil {
+			t.Errorf("ParseRate(%q) accepted", s)
+		}
+	}
+	sizes := map[string]int64{"100KB": 100e3, "10MB": 10e6, "1MiB": 1 << 20, "1500B": 1500, "1500": 1500, "1.5 KB": 1500}
+	for s, want := range sizes {
+		if got, err := ParseSize(s); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	if _, err := ParseSize("3 pints"); err == nil {
+		t.Error("ParseSize accepted a unit it does not know")
+	}
+	probs := map[string]float64{"2%": 0.02, "0.1": 0.1, "0": 0, "100%": 1}
+	for s, want := range probs {
+		if got, err := ParseProb(s); err != nil || math.Abs(got-want) > 1e-12 {
+			t.Errorf("ParseProb(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"110%", "-0.1", "lots"} {
+		if _, err := ParseProb(s); err == nil {
+			t.Errorf("ParseProb(%q) accepted", s)
+		}
+	}
+	queues := map[string]Queue{"100pkt": {Packets: 100}, "50 packets": {Packets: 50}, "150KB": {Bytes: 150e3}, "1bdp": {BDP: 1}, "0.5bdp": {BDP: 0.5}}
+	for s, want := range queues {
+		if got, err := ParseQueue(s); err != nil || got != want {
+			t.Errorf("ParseQueue(%q) = %+v, %v; want %+v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"0pkt", "-1bdp", "big"} {
+		if _, err := ParseQueue(s); err == nil {
+			t.Errorf("ParseQueue(%q) accepted", s)
+		}
+	}
+	if d, err := ParseDuration("150ms"); err != nil || d != 150*time.Millisecond {
+		t.Errorf("ParseDuration: %v %v", d, err)
+	}
+	if _, err := ParseDuration("150"); err == nil {
+		t.Error("a duration without a unit was accepted")
+	}
+}
+
+const good = `
+name: t
+links:
+  a: {rate: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}
+  b: {rate: 5Mbit}
+servers:
+  s: {link: {rate: 20Mbit}}
+hosts:
+  h: {count: 2, paths: [a, {link: b, backup: true}], mptcp: {endpoints: fullmesh}}
+flows:
+  f: {from: h, to: s, cc: olia+lisa, duration: 5s, count: 3}
+  g: {from: h, protocol: tcp, cc: cubic, bytes: 1MB, start: 1s, path: 1}
+variants:
+  - {name: lia, set: {flows.f.cc: lia}}
+  - {name: rsf, set: {flows.f.cc: {algo: rsf, rsf_target: 5ms}}}
+sweep:
+  set: [links.a.delay, links.b.delay]
+  values: [10ms, 40ms]
+record: {sample: 50ms, warmup: 1s}
+`
+
+func TestParseGood(t *testing.T) {
+	f, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 4 {
+		t.Fatalf("%d cases, want 2 variants x 2 sweep values", len(f.Cases))
+	}
+	var ids []string
+	for _, c := range f.Cases {
+		ids = append(ids, c.ID)
+	}
+	if strings.Join(ids, " ") != "lia@10ms lia@40ms rsf@10ms rsf@40ms" {
+		t.Errorf("case ids %v", ids)
+	}
+	c := f.Cases[3].Scenario
+	if c.Links[0].Delay != 40*time.Millisecond || c.Links[1].Delay != 40*time.Millisecond {
+		t.Errorf("sweep did not set both delays: %+v", c.Links)
+	}
+	if c.Flows[0].CC != (CCSpec{Name: "rsf", Algo: "rsf", RSFTarget: 5 * time.Millisecond}) {
+		t.Errorf("variant cc: %+v", c.Flows[0].CC)
+	}
+	if got := f.Cases[0].Scenario.Flows[0].CC; got != (CCSpec{Name: "lia", Algo: "lia"}) {
+		t.Errorf("variant lia: %+v", got)
+	}
+	h := c.Hosts[0]
+	if h.Count != 2 || len(h.Paths) != 2 || !h.Paths[1].Backup || h.Paths[1].LinkIndex != 1 || h.Endpoints != "fullmesh" {
+		t.Errorf("host: %+v", h)
+	}
+	g := c.Flows[1]
+	if g.MPTCP || g.CC.Ours() || g.CC.Name != "cubic" || g.Bytes != 1e6 || g.Start != time.Second || g.Path != 1 || g.Tool != "xfer" {
+		t.Errorf("flow g: %+v", g)
+	}
+	if c.Links[0].Queue.BDP != 1 || c.Links[0].Loss != 0.01 || c.Servers[0].Link.Rate != 20e6 {
+		t.Errorf("links: %+v servers %+v", c.Links, c.Servers)
+	}
+	specs := f.Algorithms()
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.String())
+	}
+	if strings.Join(names, ",") != "lia,rsf(target=5ms)" {
+		t.Errorf("algorithms to load: %v", names)
+	}
+	// Base without variants: the flow keeps olia+lisa.
+	base, err := Parse("b.yaml", []byte(strings.Split(good, "variants:")[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc := base.Cases[0].Scenario.Flows[0].CC; cc.String() != "olia+lisa" || !cc.LISA {
+		t.Errorf("base cc %+v", cc)
+	}
+}
+
+// Every mistake is an error that names the file, the line and the field.
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, edit string
+		want       []string
+	}{
+		{"unknown field", "rate: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}->rat: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}",
+			[]string{"x.yaml:4", "links.a.rat", "unknown field", "rate, delay"}},
+		{"undefined link", "paths: [a, {link: b->paths: [a, {link: c", []string{"hosts.h.paths[1]", `link "c" is not defined`, "a, b"}},
+		{"bad rate", "b: {rate: 5Mbit}->b: {rate: 5MB}", []string{"links.b.rate", "bits"}},
+		{"loss", "loss: 1%->loss: 120%", []string{"links.a.loss", "outside [0, 1]"}},
+		{"both sizes", "bytes: 1MB->bytes: 1MB, duration: 2s", []string{"flows.g", "bytes or duration, not both"}},
+		{"neither size", ", duration: 5s, count: 3->, count: 3", []string{"flows.f", "give bytes"}},
+		{"unknown cc algo", "{algo: rsf, rsf_target: 5ms}->{algo: rfs, rsf_target: 5ms}", []string{"flows.f.cc.algo", "unknown algorithm"}},
+		{"lisa on kernel cc", "cc: cubic->cc: cubic+lisa", []string{"flows.g.cc", "+lisa composes with our algorithms only"}},
+		{"target on olia", "{algo: rsf, rsf_target: 5ms}->{algo: olia, rsf_target: 5ms}", []string{"flows.f.cc.rsf_target", "only rsf"}},
+		{"bad host", "from: h, to: s->from: x, to: s", []string{"flows.f.from", `host "x" is not defined`}},
+		{"bad path", "path: 1->path: 2", []string{"flows.g.path", "paths 0 to 1"}},
+		{"bad protocol", "protocol: tcp->protocol: sctp", []string{"flows.g.protocol", "mptcp or tcp"}},
+		{"bad tool", "cc: cubic,->cc: cubic, tool: wget,", []string{"flows.g.tool", "xfer"}},
+		{"variant typo", "flows.f.cc: lia->flows.ff.cc: lia", []string{"variants[0].set", `flows has no "ff"`, "it has: f, g"}},
+		{"warmup", "warmup: 1s->warmup: 5s", []string{"flows.f.duration", "not longer than record.warmup"}},
+		{"endpoints", "endpoints: fullmesh->endpoints: signal", []string{"hosts.h.mptcp.endpoints"}},
+		{"count", "count: 2->count: 300", []string{"hosts.h.count"}},
+		{"sample", "sample: 50ms->sample: 1ms", []string{"record.sample"}},
+		{"no name", "name: t->description: t", []string{"name", "required"}},
+		{"bad sysctl", "record:->sysctls: [tcp_wmem]\nrecord:", []string{"sysctls[0]", "key=value"}},
+	} {
+		from, to, _ := strings.Cut(c.edit, "->")
+		if !strings.Contains(good, from) {
+			t.Fatalf("%s: %q is not in the scenario", c.name, from)
+		}
+		_, err := Parse("x.yaml", []byte(strings.Replace(good, from, to, 1)))
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not contain %q", c.name, err, w)
+			}
+		}
+	}
+}
+
+// The scenario files in the repository are valid.
+func TestScenarioFilesValid(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/scenarios/*.yaml")
+	more, _ := filepath.Glob("../../testdata/scenarios/*/*.yaml")
+	files = append(files, more...)
+	if len(files) < 10 {
+		t.Fatalf("found only %d scenario files", len(files))
+	}
+	for _, p := range files {
+		f, err := Load(p)
+		if err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		if len(f.Cases) == 0 {
+			t.Errorf("%s: no cases", p)
+		}
+	}
+}
+
+func TestCharts(t *testing.T) {
+	for name, svg := range map[string][]byte{
+		"line": LineChart{Title: "a <title> & more", XLabel: "t", YLabel: "y", Series: []Series{
+			{Name: "one", X: []float64{0, 1, 2}, Y: []float64{1, 3, math.NaN()}, Err: []float64{0.5, 0.1, 0}, Markers: true},
+			{Name: "two", X: []float64{0, 2}, Y: []float64{2, 2}, Dashed: true},
+		}}.SVG(),
+		"categorical": LineChart{XTicks: []string{"a", "b"}, Series: []Series{{Name: "s", X: []float64{0, 1}, Y: []float64{1, 2}}}}.SVG(),
+		"empty":       LineChart{Title: "nothing"}.SVG(),
+		"bars": BarChart{Title: "b", YLabel: "Mbit/s", Categories: []string{"x", "y"}, Series: []BarSeries{
+			{Name: "ours", Values: []float64{1, math.NaN()}, Err: []float64{0.2, math.NaN()}, Ref: []float64{1.5, math.NaN()}},
+			{Name: "more", Values: []float64{2, 3}},
+		}}.SVG(),
+	} {
+		var v any
+		if err := xml.Unmarshal(svg, &v); err != nil {
+			t.Errorf("%s: not well-formed XML: %v", name, err)
+		}
+		if strings.Contains(string(svg), "NaN") || strings.Contains(string(svg), "Inf") {
+			t.Errorf("%s: NaN or Inf in the SVG", name)
+		}
+	}
+}
+
+func TestNiceTicksCover(t *testing.T) {
+	for _, r := range [][2]float64{{0, 13.67}, {0, 1}, {0.3, 0.31}, {0, 1234}, {-2, 5}} {
+		ts := niceTicks(r[0], r[1], 6)
+		if ts[0] > r[0] || ts[len(ts)-1] < r[1] {
+			t.Errorf("ticks %v do not cover %v", ts, r)
+		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "results")
+	sum := &Summary{Scenario: "sc", Variants: []string{"lia", "rsf"}, Cases: []CaseSummary{
+		{ID: "lia", Variant: "lia", Groups: []GroupSummary{{Flow: "mp", Metrics: map[string]Stat{"throughput_mbps_mean": newStat([]float64{1, 2, 3})}}}},
+		{ID: "rsf", Variant: "rsf", Groups: []GroupSummary{{Flow: "mp", Metrics: map[string]Stat{"throughput_mbps_mean": newStat([]float64{4})}}}},
+	}}
+	if err := os.MkdirAll(filepath.Join(res, "sc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(res, "sc", "summary.json"), sum); err != nil {
+		t.Fatal(err)
+	}
+	page := "# Page\n\nprose before\n\n<!-- lab:table t1 -->\nold table\n<!-- /lab:table -->\n\nprose after\n"
+	if err := os.WriteFile(filepath.Join(dir, "page.md"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := `page: page.md
+data: data
+tables:
+  - name: t1
+    caption: Throughput
+    metric: throughput_mbps_mean
+    flow: mp
+    unit: Mbit/s
+    columns: [{variant: lia, label: LIA}, {variant: rsf, label: RSF}]
+    rows: [{label: row, scenario: sc, paper: [0.88, null]}]
+    chart: charts/t1.svg
+`
+	if err := os.WriteFile(filepath.Join(dir, "spec.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Report(filepath.Join(dir, "spec.yaml"), res); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "page.md"))
+	for _, w := range []string{"prose before", "prose after", "| row | 2.00 ± 1.00 | 0.88 | 4.00 | – |", "![Throughput](charts/t1.svg)"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("page lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(string(out), "old table") {
+		t.Error("the old table was kept")
+	}
+	for _, p := range []string{"charts/t1.svg", "data/sc/summary.json"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Error(err)
+		}
+	}
+	// Without the raw results the committed copy is used.
+	if _, err := Report(filepath.Join(dir, "spec.yaml"), filepath.Join(dir, "nowhere")); err != nil {
+		t.Errorf("from the data copy: %v", err)
+	}
+}
