@@ -44,6 +44,7 @@ deps:
 
 $(VMLINUX):
 	@test -r /sys/kernel/btf/vmlinux || { echo "kernel has no BTF (/sys/kernel/btf/vmlinux): needs CONFIG_DEBUG_INFO_BTF=y"; exit 1; }
+	@mkdir -p $(dir $@)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 $(GEN_STAMP): $(BPF_SRC) $(VMLINUX) $(GEN_FILES)
