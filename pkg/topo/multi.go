@@ -429,6 +429,14 @@ func (m *Multi) Close() error {
 }
 
 func (m *Multi) veth(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip.Addr) error {
+	return vethPair(ns1, dev1, a1, ns2, dev2, a2, m.cfg.NoOffload)
+}
+
+// vethPair joins two namespaces with a veth pair, addressed /24 on both
+// sides and up. It is created directly inside the namespaces, so nothing
+// appears in the host's; noOffload turns TSO/GSO/GRO off so queues and drops
+// act on MTU-sized packets, as on a wire.
+func vethPair(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip.Addr, noOffload bool) error {
 	if err := run("ip", "-n", ns1, "link", "add", dev1, "type", "veth", "peer", "name", dev2, "netns", ns2); err != nil {
 		return err
 	}
@@ -436,7 +444,7 @@ func (m *Multi) veth(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip
 		ns, dev string
 		addr    netip.Addr
 	}{{ns1, dev1, a1}, {ns2, dev2, a2}} {
-		if m.cfg.NoOffload {
+		if noOffload {
 			if err := netns.Exec(side.ns, "ethtool", "-K", side.dev, "tso", "off", "gso", "off", "gro", "off"); err != nil {
 				return err
 			}
@@ -451,7 +459,9 @@ func (m *Multi) veth(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip
 	return nil
 }
 
-// tbf shapes dev in ns as Net.shape does.
+// tbf shapes dev's egress in ns. The burst is 4 ms worth, at least four
+// packets (enough for the timer granularity at these rates); larger GSO
+// packets are segmented by tbf itself.
 func tbf(ns, dev string, sh Shaping) error {
 	if sh.RateBits == 0 {
 		return nil

@@ -150,17 +150,17 @@ func Build(cfg Config) (n *Net, err error) {
 			}
 			continue
 		}
-		if err := n.veth(n.Router, rdev, routerBnAddr(j), n.Server, sdev, serverBnAddr(j)); err != nil {
+		if err := vethPair(n.Router, rdev, routerBnAddr(j), n.Server, sdev, serverBnAddr(j), cfg.NoOffload); err != nil {
 			return nil, err
 		}
-		if err := n.shape(rdev, sh); err != nil {
+		if err := tbf(n.Router, rdev, sh); err != nil {
 			return nil, err
 		}
 	}
 	// Client paths client <-> router.
 	for i, j := range cfg.Paths {
 		cdev, rdev := "p"+strconv.Itoa(i), "c"+strconv.Itoa(i)
-		if err := n.veth(n.Client, cdev, ClientAddr(i), n.Router, rdev, routerPathAddr(i)); err != nil {
+		if err := vethPair(n.Client, cdev, ClientAddr(i), n.Router, rdev, routerPathAddr(i), cfg.NoOffload); err != nil {
 			return nil, err
 		}
 		table := strconv.Itoa(100 + i)
@@ -199,65 +199,8 @@ func Build(cfg Config) (n *Net, err error) {
 	return n, nil
 }
 
-func (n *Net) veth(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip.Addr) error {
-	// Created directly inside the namespaces: nothing appears in the host's.
-	if err := run("ip", "-n", ns1, "link", "add", dev1, "type", "veth", "peer", "name", dev2, "netns", ns2); err != nil {
-		return err
-	}
-	for _, side := range []struct {
-		ns, dev string
-		addr    netip.Addr
-	}{{ns1, dev1, a1}, {ns2, dev2, a2}} {
-		if err := netns.Exec(side.ns, "ip", "addr", "add", netip.PrefixFrom(side.addr, 24).String(), "dev", side.dev); err != nil {
-			return err
-		}
-		if n.cfg.NoOffload {
-			if err := netns.Exec(side.ns, "ethtool", "-K", side.dev, "tso", "off", "gso", "off", "gro", "off"); err != nil {
-				return err
-			}
-		}
-		if err := netns.Exec(side.ns, "ip", "link", "set", side.dev, "up"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// shape puts a tbf on the router's side of a bottleneck. The burst is a few
-// packets (enough for the timer granularity at these rates); larger GSO
-// packets are segmented by tbf itself.
-func (n *Net) shape(dev string, sh Shaping) error {
-	if sh.RateBits == 0 {
-		return nil
-	}
-	limit := sh.QueueBytes
-	if limit == 0 {
-		limit = 100 * 1514
-	}
-	burst := uint64(sh.RateBits / 8 / 250) // 4 ms worth
-	if burst < 4*1514 {
-		burst = 4 * 1514
-	}
-	return netns.Exec(n.Router, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-		"rate", strconv.FormatUint(sh.RateBits, 10)+"bit",
-		"burst", strconv.FormatUint(burst, 10), "limit", strconv.FormatUint(uint64(limit), 10))
-}
-
 func (n *Net) emulate(j int, rdev, sdev string, sh Shaping) error {
-	queue := int(sh.QueueBytes)
-	if queue == 0 {
-		queue = 100 * 1500
-	}
-	p, err := linkem.Start(linkem.PathConfig{
-		Name: fmt.Sprintf("bottleneck %d", j),
-		NS1:  n.Router, NS2: n.Server, Dev1: rdev, Dev2: sdev,
-		Addr1: netip.PrefixFrom(routerBnAddr(j), 24), Addr2: netip.PrefixFrom(serverBnAddr(j), 24),
-		Forward: linkem.DirectionConfig{
-			Rate: int64(sh.RateBits), Delay: sh.Delay, Jitter: sh.Jitter, Loss: sh.Loss,
-			Seed: sh.Seed, QueueBytes: queue, Trace: sh.Trace,
-		},
-		Reverse: linkem.DirectionConfig{Delay: sh.Delay},
-	})
+	p, err := startEmulated(fmt.Sprintf("bottleneck %d", j), n.Router, rdev, routerBnAddr(j), n.Server, sdev, serverBnAddr(j), sh)
 	if err != nil {
 		return err
 	}
