@@ -220,6 +220,9 @@ type CaseSummary struct {
 	Groups  []GroupSummary  `json:"groups"`
 	Links   map[string]Stat `json:"link_drops"`
 	Reps    []RepBrief      `json:"reps"`
+	// Excluded lists repetitions left out of the metrics because a flow in
+	// them showed an anomaly (a congestion-control bug, not behaviour).
+	Excluded []RepBrief `json:"excluded_reps,omitempty"`
 }
 
 // RepBrief points at one repetition's directory.
@@ -228,6 +231,17 @@ type RepBrief struct {
 	Dir     string  `json:"dir"`
 	Seconds float64 `json:"seconds"`
 	Error   string  `json:"error,omitempty"`
+	Anomaly string  `json:"anomaly,omitempty"`
+}
+
+// anomaly returns the first flow anomaly of a repetition, "" if none.
+func (r *RepResult) anomaly() string {
+	for _, f := range r.Flows {
+		if f.Anomaly != "" {
+			return f.Name + ": " + f.Anomaly
+		}
+	}
+	return ""
 }
 
 // Summary is the result of running a scenario file.
@@ -248,6 +262,8 @@ type Summary struct {
 	Cases       []CaseSummary  `json:"cases"`
 	Reference   map[string]any `json:"reference,omitempty"`
 	Failed      int            `json:"failed_reps"`
+	// Merged lists earlier runs whose cases this summary kept (run --case).
+	Merged []RunID `json:"merged_runs,omitempty"`
 }
 
 // Case finds a case summary by id.
@@ -285,16 +301,29 @@ func ReadSummary(path string) (*Summary, error) {
 
 func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 	cs := CaseSummary{ID: c.ID, Variant: c.Variant, Sweep: c.Sweep, Links: map[string]Stat{}}
+	var clean []*RepResult
 	for _, r := range reps {
-		cs.Reps = append(cs.Reps, RepBrief{Rep: r.Rep, Dir: r.Dir, Seconds: r.Seconds, Error: r.Error})
+		b := RepBrief{Rep: r.Rep, Dir: r.Dir, Seconds: r.Seconds, Error: r.Error, Anomaly: r.anomaly()}
+		cs.Reps = append(cs.Reps, b)
+		switch {
+		case r.Error != "":
+		case b.Anomaly != "":
+			cs.Excluded = append(cs.Excluded, b)
+		default:
+			clean = append(clean, r)
+		}
 	}
 	for _, f := range c.Scenario.Flows {
 		g := GroupSummary{Flow: f.Name, Tool: f.Tool, Protocol: f.Protocol(), CC: f.CC.String(), Metrics: map[string]Stat{}}
 		vals := map[string][]float64{}
 		for _, r := range reps {
-			if r.Error != "" {
-				continue
+			for _, fr := range r.Flows {
+				if fr.Flow == f.Name && fr.Anomaly != "" {
+					g.Anomalies++
+				}
 			}
+		}
+		for _, r := range clean {
 			var thr, comp, retr, subs []float64
 			for _, fr := range r.Flows {
 				if fr.Flow != f.Name {
@@ -303,9 +332,6 @@ func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 				if fr.Error != "" {
 					g.Errors++
 					continue
-				}
-				if fr.Anomaly != "" {
-					g.Anomalies++
 				}
 				thr = append(thr, fr.ThroughputMbps)
 				comp = append(comp, fr.CompletionS)
@@ -330,10 +356,7 @@ func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 		cs.Groups = append(cs.Groups, g)
 	}
 	drops := map[string][]float64{}
-	for _, r := range reps {
-		if r.Error != "" {
-			continue
-		}
+	for _, r := range clean {
 		for _, l := range r.Links {
 			drops[l.Kind+":"+l.Link] = append(drops[l.Kind+":"+l.Link], float64(l.Dropped))
 		}

@@ -139,6 +139,9 @@ func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
 		}
 	}
 	sum.Seconds = time.Since(sum.Started).Seconds()
+	if len(o.Cases) > 0 {
+		mergeSummary(filepath.Join(dir, "summary.json"), f, sum)
+	}
 	if werr := writeSummary(dir, sum); werr != nil {
 		err = errors.Join(err, werr)
 	}
@@ -149,6 +152,38 @@ func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
 		return sum, errors.Join(err, fmt.Errorf("%d repetition(s) failed:\n  %s", len(failures), strings.Join(failures, "\n  ")))
 	}
 	return sum, err
+}
+
+// mergeSummary keeps, when only some cases were run (--case), the other
+// cases of an earlier run of the same scenario in the summary, so that a
+// failed or interrupted case can be re-run alone. Cases follow the file's
+// order.
+func mergeSummary(path string, f *File, sum *Summary) {
+	old, err := ReadSummary(path)
+	if err != nil || old.Scenario != sum.Scenario {
+		return
+	}
+	have := map[string]CaseSummary{}
+	for _, c := range old.Cases {
+		have[c.ID] = c
+	}
+	for _, c := range sum.Cases {
+		have[c.ID] = c
+	}
+	sum.Cases, sum.Variants = nil, nil
+	seenV := map[string]bool{}
+	for _, c := range f.Cases {
+		cs, ok := have[c.ID]
+		if !ok {
+			continue
+		}
+		sum.Cases = append(sum.Cases, cs)
+		if !seenV[c.Variant] {
+			seenV[c.Variant] = true
+			sum.Variants = append(sum.Variants, c.Variant)
+		}
+	}
+	sum.Merged = append(old.Merged, old.Run)
 }
 
 func caseIDs(f *File) []string {
@@ -320,6 +355,18 @@ func instances(sc *Scenario, n *topo.Multi, ccs *CCSet) []*flowInst {
 // segments (1.5 GB in flight); beyond it a sample is a bug, not a state.
 const maxPlausibleCwnd = 1 << 20
 
+// findAnomalies returns, per flow, the first implausible subflow sample.
+func findAnomalies(samples []SubflowSample) map[string]string {
+	out := map[string]string{}
+	for _, s := range samples {
+		if _, seen := out[s.Flow]; !seen && (s.Cwnd > maxPlausibleCwnd || s.Ssthresh > maxPlausibleCwnd && s.Ssthresh < 0x7fffffff) {
+			out[s.Flow] = fmt.Sprintf("subflow %d (%s) had cwnd %d, ssthresh %d at t=%.2fs: implausible, a congestion control bug?",
+				s.Subflow, s.Path, s.Cwnd, s.Ssthresh, s.T)
+		}
+	}
+	return out
+}
+
 func runRep(ctx context.Context, c Case, rep int, ccs *CCSet, o Options, dir string) *RepResult {
 	sc := c.Scenario
 	r := &RepResult{Case: c.ID, Variant: c.Variant, Sweep: c.Sweep, Rep: rep, Started: time.Now(), Dir: dir}
@@ -452,13 +499,7 @@ func runRep(ctx context.Context, c Case, rep int, ccs *CCSet, o Options, dir str
 	}
 	r.Samples = smp.samples
 	r.Goodput = smp.goodput
-	anomalies := map[string]string{}
-	for _, s := range r.Samples {
-		if _, seen := anomalies[s.Flow]; !seen && (s.Cwnd > maxPlausibleCwnd || s.Ssthresh > maxPlausibleCwnd && s.Ssthresh < 0x7fffffff) {
-			anomalies[s.Flow] = fmt.Sprintf("subflow %d (%s) had cwnd %d, ssthresh %d at t=%.2fs: implausible, a congestion control bug?",
-				s.Subflow, s.Path, s.Cwnd, s.Ssthresh, s.T)
-		}
-	}
+	anomalies := findAnomalies(r.Samples)
 	for _, fi := range insts {
 		fi.mu.Lock()
 		res := fi.res

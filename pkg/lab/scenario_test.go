@@ -287,3 +287,28 @@ tables:
 		t.Errorf("from the data copy: %v", err)
 	}
 }
+
+// Re-running some cases (--case) keeps the other cases of the earlier run.
+func TestMergeSummary(t *testing.T) {
+	f, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	old := &Summary{Scenario: "t", Run: "aaaaaa", Cases: []CaseSummary{{ID: "lia@10ms", Variant: "lia"}, {ID: "rsf@40ms", Variant: "rsf"}, {ID: "lia@40ms", Variant: "lia"}}}
+	if err := writeJSON(filepath.Join(dir, "summary.json"), old); err != nil {
+		t.Fatal(err)
+	}
+	sum := &Summary{Scenario: "t", Run: "bbbbbb", Cases: []CaseSummary{{ID: "lia@40ms", Variant: "lia", Sweep: "new"}, {ID: "rsf@10ms", Variant: "rsf"}}}
+	mergeSummary(filepath.Join(dir, "summary.json"), f, sum)
+	var ids []string
+	for _, c := range sum.Cases {
+		ids = append(ids, c.ID)
+	}
+	if strings.Join(ids, " ") != "lia@10ms lia@40ms rsf@10ms rsf@40ms" || sum.Case("lia@40ms").Sweep != "new" {
+		t.Errorf("merged cases %v (%+v)", ids, sum.Cases)
+	}
+	if len(sum.Merged) != 1 || sum.Merged[0] != "aaaaaa" || strings.Join(sum.Variants, ",") != "lia,rsf" {
+		t.Errorf("merged %v variants %v", sum.Merged, sum.Variants)
+	}
+}
