@@ -25,7 +25,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build generate test test-short bench demo clean vet reproduce
+.PHONY: all deps build generate test test-short bench soak demo clean vet reproduce
 
 all: build
 
@@ -72,6 +72,10 @@ test-short: generate
 # normal suite skips them; each prints its side-by-side table.
 bench: deps build
 	MPTCP_CC_BENCH=1 LINKEM_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run 'TestBench' -v ./... | tee bench.log
+
+# Long soak of loss recovery (about 11 min): the window guard's check.
+soak: deps build
+	MPTCP_CC_SOAK=1 $(GO) test -p 1 -count=1 -timeout 30m -run 'TestSoak' -v ./pkg/cc/
 
 demo: deps build
 	./scripts/demo.sh

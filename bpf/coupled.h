@@ -49,6 +49,7 @@ char _license[] SEC("license") = "GPL";
 #define TCP_INFINITE_SSTHRESH 0x7fffffff
 #define TCP_ESTABLISHED 1
 #define TCP_CA_Open 0
+#define TCP_CA_CWR 2
 #define TCP_CA_Loss 4
 #define CA_EVENT_TX_START 0
 #define AF_INET 2
@@ -93,6 +94,8 @@ struct mpcc_priv {
 	__u64 loss_mark;   /* bytes_acked at the last loss (OLIA) */
 	__u64 loss_gap;    /* bytes acked between the last two losses (OLIA) */
 	__s64 coupled;     /* last coupled quantity, Q32 */
+	__u32 wmax;        /* largest window this subflow has had, packets */
+	__u32 repairs;     /* implausible windows replaced (mpcc_guard) */
 };
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
@@ -280,6 +283,82 @@ static __always_inline __s64 mpcc_lia_term(const struct mpcc_conn *c, const __u3
 __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o);
 __noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o);
 
+/* ---- the window guard ---- */
+
+/*
+ * On Linux 6.18 the kernel, about once in several thousand reductions, stores
+ * a value that no hook of ours returned as ssthresh: 667,073,280-style
+ * numbers (the low half of a kernel address) appear right after a loss,
+ * while our ssthresh program's run count shows it did not run for that loss
+ * (docs/algorithms.md, "The window guard"). At the end of recovery the
+ * kernel copies ssthresh into cwnd, and the subflow then bursts its whole
+ * send buffer. We cannot fix the call; we can refuse its result: every
+ * legitimate ssthresh is a value our hook returned or the kernel's undo of
+ * one, so it never exceeds the largest window the subflow has had. A value
+ * above twice that (and above 2^16 packets, so a fresh subflow with a large
+ * initial window is never questioned) is replaced by what our hook would
+ * have returned at that loss.
+ */
+#define MPCC_GUARD_FLOOR (1U << 16)
+
+static __always_inline void mpcc_seen(struct mpcc_priv *ca, __u32 w)
+{
+	if (w > ca->wmax)
+		ca->wmax = w;
+}
+
+static __always_inline bool mpcc_plausible(const struct mpcc_priv *ca, __u32 w)
+{
+	__u64 bound = 2 * (__u64)ca->wmax + 16;
+
+	return w <= (bound > MPCC_GUARD_FLOOR ? bound : MPCC_GUARD_FLOOR);
+}
+
+static __always_inline bool mpcc_ssthresh_plausible(const struct mpcc_priv *ca, __u32 ss)
+{
+	return ss == TCP_INFINITE_SSTHRESH || mpcc_plausible(ca, ss);
+}
+
+/* The window the loss began at: prior_cwnd, unless that is implausible too. */
+static __always_inline __u32 mpcc_loss_window(const struct tcp_sock *tp, const struct mpcc_priv *ca)
+{
+	__u32 w = tp->prior_cwnd;
+
+	if (!w || !mpcc_plausible(ca, w))
+		w = ca->wmax;
+	return w ? w : 2;
+}
+
+/*
+ * Replace an implausible ssthresh by Reno's cut of the loss window (what
+ * every algorithm here returns on one path; set_state refines it with the
+ * coupled value where it can), and an implausible cwnd by ssthresh, which is
+ * what the kernel would have set it to. Then remember the window.
+ */
+static __always_inline void mpcc_guard(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct mpcc_priv *ca = mpcc_ca(sk);
+	bool fixed = false;
+	__u32 w;
+
+	if (!mpcc_ssthresh_plausible(ca, tp->snd_ssthresh)) {
+		w = mpcc_loss_window(tp, ca) >> 1;
+		tp->snd_ssthresh = w > 2 ? w : 2;
+		fixed = true;
+	}
+	if (!mpcc_plausible(ca, tp->snd_cwnd)) {
+		w = tp->snd_ssthresh;
+		if (w == TCP_INFINITE_SSTHRESH || w > ca->wmax)
+			w = ca->wmax;
+		tp->snd_cwnd = w > 2 ? w : 2;
+		fixed = true;
+	}
+	if (fixed)
+		ca->repairs++;
+	mpcc_seen(ca, tp->snd_cwnd);
+}
+
 /* ---- observability ---- */
 
 static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpcc_subflow *s)
@@ -341,6 +420,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
 	s->bytes_sent = tp->bytes_sent;
 	s->pacing_rate = sk->sk_pacing_rate;
 	s->coupled = ca->coupled;
+	s->repairs = ca->repairs;
 	if (npaths)
 		s->npaths = npaths;
 	s->updated_ns = bpf_ktime_get_ns();
@@ -455,13 +535,14 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	struct mpcc_subflow s = {};
 	__u64 id;
 
-
 	id = ((__u64)MPCC_ALGO << 56) | __sync_add_and_fetch(&next_id, 1);
 	ca->id = id;
 	ca->acc = 0;
 	ca->loss_mark = 0;
 	ca->loss_gap = 0;
 	ca->coupled = 0;
+	ca->wmax = tcp_sk(sk)->snd_cwnd;
+	ca->repairs = 0;
 
 	s.id = id;
 	s.algo = MPCC_ALGO;
@@ -470,6 +551,7 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 
 	if (mpcc_params()->lisa)
 		mpcc_lisa_join(sk);
+	mpcc_seen(ca, tcp_sk(sk)->snd_cwnd);
 	mpcc_update(sk, 0);
 }
 
@@ -491,10 +573,12 @@ void BPF_PROG(mpcc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct mpcc_priv *ca = mpcc_ca(sk);
 	struct mpcc_conn c = {};
 	struct mpcc_out o = {};
-	__u32 cwnd_before = tp->snd_cwnd, acked_in = acked;
+	__u32 cwnd_before, acked_in = acked;
 	__s64 acc_before = ca->acc, delta;
 	bool tracing;
 
+	mpcc_guard(sk);
+	cwnd_before = tp->snd_cwnd;
 	if (!tcp_is_cwnd_limited(sk))
 		goto out;
 
@@ -533,9 +617,11 @@ void BPF_PROG(mpcc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (tracing)
 		mpcc_trace(sk, MPCC_TRACE_AVOID, acked_in, cwnd_before, acc_before,
 			   tp->snd_ssthresh, &c);
+	mpcc_seen(ca, tp->snd_cwnd);
 	mpcc_update(sk, c.n);
 	return;
 out:
+	mpcc_seen(ca, tp->snd_cwnd);
 	mpcc_update(sk, 0);
 }
 
@@ -547,6 +633,7 @@ __u32 BPF_PROG(mpcc_ssthresh, struct sock *sk)
 	struct mpcc_conn c = {};
 	struct mpcc_out o = {};
 
+	mpcc_guard(sk);
 	/* OLIA's inter-loss distance: close the current interval. */
 	ca->loss_gap = tp->bytes_acked - ca->loss_mark;
 	ca->loss_mark = tp->bytes_acked;
@@ -573,6 +660,26 @@ __u32 BPF_PROG(mpcc_undo_cwnd, struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(mpcc_set_state, struct sock *sk, __u8 new_state)
 {
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct mpcc_priv *ca = mpcc_ca(sk);
+
+	/* Entering CWR, Recovery or Loss follows the ssthresh call at once: an
+	 * implausible value here is the kernel's, not ours (see mpcc_guard).
+	 * Replace it with what our hook returns for the window of the loss,
+	 * before the end of recovery copies it into cwnd. */
+	if (new_state >= TCP_CA_CWR && new_state <= TCP_CA_Loss &&
+	    !mpcc_ssthresh_plausible(ca, tp->snd_ssthresh)) {
+		struct mpcc_conn c = {};
+		struct mpcc_out o = {};
+
+		mpcc_collect(sk, &c);
+		c.p[0].cwnd = mpcc_loss_window(tp, ca);
+		o.coupled = ca->coupled;
+		algo_ssthresh(&c, &o);
+		tp->snd_ssthresh = o.ssthresh > 2 ? o.ssthresh : 2;
+		ca->repairs++;
+	}
+	mpcc_guard(sk);
 	mpcc_update(sk, 0);
 }
 

@@ -67,7 +67,7 @@ struct mpcc_subflow {
 	__u32 lisa_debt;   /* packets a joining sibling took, not yet given up */
 	__u32 lisa_given;  /* packets given to joining siblings (LISA) */
 	__u32 lisa_taken;  /* packets taken from a sibling when this subflow joined */
-	__u32 pad;
+	__u32 repairs;     /* implausible kernel-set windows replaced (coupled.h, mpcc_guard) */
 	__u64 updated_ns;  /* CLOCK_MONOTONIC */
 };
 

@@ -28,11 +28,7 @@ func TestBPFMatchesModel(t *testing.T) {
 	})
 	for _, a := range cc.Algorithms() {
 		t.Run(a.Name, func(t *testing.T) {
-			name := testenv.Load(t, root, a.Name, cc.Params{Trace: true, RSFTarget: 3 * time.Millisecond})
-			tr, err := cc.ReadTrace(root, name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			name, tr := loadTraced(t, root, a.Name)
 			run(t, n, []flow{{path: 0, mptcp: true, cc: name}, {path: 1, cc: name}}, time.Second, 3*time.Second, nil)
 			events, err := tr.Stop()
 			if err != nil {
@@ -45,6 +41,18 @@ func TestBPFMatchesModel(t *testing.T) {
 			checkTrace(t, alg, events)
 		})
 	}
+}
+
+// loadTraced loads algo with every decision traced (RSF's target at 3 ms, so
+// its delay factor varies on these short paths) and starts reading the trace.
+func loadTraced(t *testing.T, root, algo string) (string, *cc.TraceReader) {
+	t.Helper()
+	name := testenv.Load(t, root, algo, cc.Params{Trace: true, RSFTarget: 3 * time.Millisecond})
+	tr, err := cc.ReadTrace(root, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name, tr
 }
 
 func checkTrace(t *testing.T, alg model.Algorithm, events []cc.TraceEvent) {

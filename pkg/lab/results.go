@@ -77,6 +77,7 @@ type SubflowSample struct {
 	Coupled    float64 `json:"coupled"` // alpha / delay factor (bpf)
 	LISAGiven  uint32  `json:"lisa_given"`
 	LISATaken  uint32  `json:"lisa_taken"`
+	Repairs    uint32  `json:"window_repairs"` // implausible kernel-set windows the CC replaced (bpf)
 	// Cumulative time the subflow had data to send (tcp_info busy_time)
 	// and, of it, the time it was limited by the receive window or by the
 	// send buffer rather than by cwnd (kernel view only).
@@ -444,11 +445,11 @@ func writeRep(r *RepResult, rec Record, interval time.Duration) error {
 		rows = append(rows, []string{ff(s.T), s.Flow, strconv.Itoa(s.Subflow), s.Path, s.Local, s.Remote, s.CC, s.Source,
 			fu(uint64(s.Cwnd)), fu(uint64(s.Ssthresh)), ff(s.SRTTMs), ff(s.MinRTTMs), fu(s.BytesAcked), fu(s.BytesSent),
 			fu(s.Retrans), fu(s.Lost), fu(uint64(s.InFlight)), s.CAState, ff(s.Coupled), fu(uint64(s.LISAGiven)), fu(uint64(s.LISATaken)),
-			ff(s.BusyMs), ff(s.RwndLimitedMs), ff(s.SndbufLimitedMs)})
+			ff(s.BusyMs), ff(s.RwndLimitedMs), ff(s.SndbufLimitedMs), fu(uint64(s.Repairs))})
 	}
 	if err := writeCSV(filepath.Join(r.Dir, "subflows.csv"), []string{"t", "flow", "subflow", "path", "local", "remote", "cc", "source",
 		"cwnd", "ssthresh", "srtt_ms", "min_rtt_ms", "bytes_acked", "bytes_sent", "retrans", "lost", "in_flight", "ca_state",
-		"coupled", "lisa_given", "lisa_taken", "busy_ms", "rwnd_limited_ms", "sndbuf_limited_ms"}, rows); err != nil {
+		"coupled", "lisa_given", "lisa_taken", "busy_ms", "rwnd_limited_ms", "sndbuf_limited_ms", "window_repairs"}, rows); err != nil {
 		return err
 	}
 	rows = rows[:0]

@@ -165,7 +165,7 @@ func (s *sampler) kernelRows(t float64, fi *flowInst, initial netip.AddrPort, li
 		fi.retrans[key] = uint64(in.Total_retrans)
 		if b, ok := bpf[sfKey{so.Local, so.Remote}]; ok {
 			row.Source = "both"
-			row.Coupled, row.LISAGiven, row.LISATaken = b.Coupled, b.LISAGiven, b.LISATaken
+			row.Coupled, row.LISAGiven, row.LISATaken, row.Repairs = b.Coupled, b.LISAGiven, b.LISATaken, b.Repairs
 			fi.retransB[key] = b.Retrans
 		}
 		s.samples = append(s.samples, row)
@@ -192,7 +192,7 @@ func (s *sampler) bpfRows(t float64, fi *flowInst, initial netip.AddrPort, bpf m
 			Local: k.local.String(), Remote: k.remote.String(), CC: b.CC, Source: "bpf",
 			Cwnd: b.Cwnd, Ssthresh: ss, SRTTMs: float64(b.SRTT) / 1e6, MinRTTMs: float64(b.MinRTT) / 1e6,
 			BytesAcked: b.BytesAcked, BytesSent: b.BytesSent, Retrans: b.Retrans, Lost: b.Lost, InFlight: b.InFlight,
-			CAState: b.CAState, Coupled: b.Coupled, LISAGiven: b.LISAGiven, LISATaken: b.LISATaken})
+			CAState: b.CAState, Coupled: b.Coupled, LISAGiven: b.LISAGiven, LISATaken: b.LISATaken, Repairs: b.Repairs})
 		fi.retransB[key] = b.Retrans
 	}
 }

@@ -153,6 +153,7 @@ var (
 	famSubSent      = counterDef("subflow_sent_bytes_total", "Bytes sent on the subflow, retransmissions included.", subflowLabels...)
 	famSubLISAGiven = gaugeDef("subflow_lisa_given_segments", "Window segments the subflow gave to joining siblings (LISA).", subflowLabels...)
 	famSubLISATaken = gaugeDef("subflow_lisa_taken_segments", "Window segments the subflow took from a sibling when it joined (LISA).", subflowLabels...)
+	famSubRepairs   = counterDef("subflow_window_repairs_total", "Implausible kernel-stored windows the congestion control replaced (see docs/algorithms.md, the window guard).", subflowLabels...)
 )
 
 // Describe sends every descriptor the collector may emit.
@@ -324,6 +325,7 @@ func (c *Collector) collect(out sink) {
 		add(famSubSent, float64(s.BytesSent), lv...)
 		add(famSubLISAGiven, float64(s.LISAGiven), lv...)
 		add(famSubLISATaken, float64(s.LISATaken), lv...)
+		add(famSubRepairs, float64(s.Repairs), lv...)
 
 		if !s.MPTCP {
 			continue

@@ -48,7 +48,7 @@ type Raw struct {
 	LISADebt   uint32
 	LISAGiven  uint32
 	LISATaken  uint32
-	Pad        uint32
+	Repairs    uint32
 	UpdatedNs  uint64
 }
 
@@ -94,7 +94,10 @@ type Subflow struct {
 	CoupledName string        `json:"coupled_name"`
 	LISAGiven   uint32        `json:"lisa_given_segments"`
 	LISATaken   uint32        `json:"lisa_taken_segments"`
-	UpdatedNs   uint64        `json:"updated_monotonic_ns"`
+	// Repairs counts implausible windows the kernel stored that the
+	// congestion control replaced (docs/algorithms.md, "The window guard").
+	Repairs   uint32 `json:"window_repairs"`
+	UpdatedNs uint64 `json:"updated_monotonic_ns"`
 }
 
 var caStates = []string{"open", "disorder", "cwr", "recovery", "loss"}
@@ -114,7 +117,7 @@ func (r Raw) Decode(cc, algo, coupledName string) Subflow {
 		Retrans: r.Retrans, BytesAcked: r.BytesAcked, BytesSent: r.BytesSent,
 		PacingRate: r.PacingRate, Coupled: float64(r.Coupled) / (1 << 32),
 		CoupledName: coupledName, LISAGiven: r.LISAGiven, LISATaken: r.LISATaken,
-		UpdatedNs: r.UpdatedNs,
+		Repairs: r.Repairs, UpdatedNs: r.UpdatedNs,
 	}
 	if int(r.CAState) < len(caStates) {
 		s.CAState = caStates[r.CAState]
