@@ -44,6 +44,7 @@ func init() {
 		{"up", "build a scenario's network and keep it until interrupted", cmdUp},
 		{"validate", "check scenario files and list their cases", cmdValidate},
 		{"clean", "remove what killed runs left behind", cmdClean},
+		{"summarize", "rebuild a scenario's summary and charts from its raw results", cmdSummarize},
 		{"report", "tables and charts of results next to the paper's numbers", cmdReport},
 	}
 }
@@ -211,8 +212,11 @@ func cmdRun(args []string) error {
 	var runErr error
 	for _, f := range loaded {
 		fmt.Fprintf(os.Stderr, "mptcp-lab: running %s (run %s), results in %s/%s\n", f.Path, s.id, *out, f.Name)
-		_, err := lab.Run(s.ctx, f, lab.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
+		sum, err := lab.Run(s.ctx, f, lab.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
 			Command: strings.Join(os.Args, " ")})
+		if sum != nil {
+			fmt.Fprintf(os.Stderr, "mptcp-lab: %s done in %.0f s: %s/%s/summary.json\n", f.Name, sum.Seconds, *out, f.Name)
+		}
 		if err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("%s: %w", f.Path, err))
 		}
@@ -359,6 +363,32 @@ func cmdClean(args []string) error {
 
 func report(c lab.Cleaned) {
 	fmt.Printf("run %s: removed %d namespace(s) %v, %d congestion control(s) %v\n", c.Run, len(c.Namespaces), c.Namespaces, len(c.CCs), c.CCs)
+}
+
+func cmdSummarize(args []string) error {
+	fs := newFlags("summarize", "DIR/SCENARIO...")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errors.New("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
+	}
+	var errs []error
+	for _, d := range pos {
+		s, err := lab.Summarize(d)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d, err))
+			continue
+		}
+		ex := 0
+		for _, c := range s.Cases {
+			ex += len(c.Excluded)
+		}
+		fmt.Printf("%s: %d case(s), %d repetition(s) left out for anomalies\n", d, len(s.Cases), ex)
+	}
+	return errors.Join(errs...)
 }
 
 func cmdReport(args []string) error {

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,6 +129,28 @@ func TestRunSmoke(t *testing.T) {
 	}
 	if len(paths["tcp"]) != 1 || !paths["tcp"]["wifi"] || sources["tcp"]["both"] {
 		t.Errorf("tcp flow: paths %v sources %v", paths["tcp"], sources["tcp"])
+	}
+
+	// `mptcp-lab summarize` rebuilds the summary from the raw files alone:
+	// the same metrics as the run's own.
+	again, err := Summarize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := again.Case("base")
+	if ac == nil || len(ac.Groups) != len(c.Groups) {
+		t.Fatalf("rebuilt summary: %+v", again)
+	}
+	for _, g := range c.Groups {
+		ag := ac.Group(g.Flow)
+		if ag == nil {
+			t.Fatalf("rebuilt summary has no flow %s", g.Flow)
+		}
+		for _, m := range []string{"throughput_mbps_mean", "completion_s_mean"} {
+			if got, want := ag.Metrics[m].Mean, g.Metrics[m].Mean; math.Abs(got-want) > 1e-9*math.Max(1, want) {
+				t.Errorf("flow %s %s: rebuilt %v, run %v", g.Flow, m, got, want)
+			}
+		}
 	}
 }
 
