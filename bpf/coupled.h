@@ -288,11 +288,11 @@ __noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o);
 /*
  * On Linux 6.18 the kernel, about once in several thousand reductions, stores
  * a value that no hook of ours returned as ssthresh: 667,073,280-style
- * numbers (the low half of a kernel address) appear right after a loss,
- * while our ssthresh program's run count shows it did not run for that loss
- * (docs/algorithms.md, "The window guard"). At the end of recovery the
- * kernel copies ssthresh into cwnd, and the subflow then bursts its whole
- * send buffer. We cannot fix the call; we can refuse its result: every
+ * numbers (they look like the low half of a kernel address) appear right
+ * after a loss, while our ssthresh program's run count shows it did not run
+ * for that loss (docs/algorithms.md, "The window guard"). At the end of
+ * recovery the kernel copies ssthresh into cwnd, and the subflow then bursts
+ * its whole send buffer. We cannot fix the call; we can refuse its result: every
  * legitimate ssthresh is a value our hook returned or the kernel's undo of
  * one, so it never exceeds the largest window the subflow has had. A value
  * above twice that (and above 2^16 packets, so a fresh subflow with a large
