@@ -544,11 +544,10 @@ func Summarize(dir string) (*Summary, error) {
 			if err != nil {
 				return nil, err
 			}
+			// Judged again by today's rule, not the one the run had.
 			an := findAnomalies(r.Samples)
 			for i := range r.Flows {
-				if r.Flows[i].Anomaly == "" {
-					r.Flows[i].Anomaly = an[r.Flows[i].Name]
-				}
+				r.Flows[i].Anomaly = an[r.Flows[i].Name]
 			}
 			r.Dir, _ = filepath.Rel(dir, d)
 			if r.Error != "" {

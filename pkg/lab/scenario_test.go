@@ -312,3 +312,21 @@ func TestMergeSummary(t *testing.T) {
 		t.Errorf("merged %v variants %v", sum.Merged, sum.Variants)
 	}
 }
+
+// Only an implausible cwnd marks a repetition: an implausible ssthresh is
+// what the window guard repairs, and a sample can catch it before that.
+func TestFindAnomalies(t *testing.T) {
+	samples := []SubflowSample{
+		{T: 1.7, Flow: "mp", Subflow: 1, Path: "b", Cwnd: 10, Ssthresh: 667073280},
+		{T: 1.8, Flow: "mp", Subflow: 1, Path: "b", Cwnd: 6, Ssthresh: 5},
+		{T: 0.5, Flow: "tcp", Cwnd: 20, Ssthresh: 0x7fffffff},
+		{T: 26.5, Flow: "blown", Subflow: 1, Path: "ap", Cwnd: 668121856, Ssthresh: 668121856},
+	}
+	an := findAnomalies(samples)
+	if an["mp"] != "" || an["tcp"] != "" {
+		t.Errorf("flagged a repaired ssthresh or an infinite one: %v", an)
+	}
+	if !strings.Contains(an["blown"], "cwnd 668121856") {
+		t.Errorf("missed a blown-up window: %v", an)
+	}
+}
