@@ -292,9 +292,9 @@ __noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o);
  * after a loss, while our ssthresh program's run count shows it did not run
  * for that loss (docs/algorithms.md, "The window guard"). At the end of
  * recovery the kernel copies ssthresh into cwnd, and the subflow then bursts
- * its whole send buffer. We cannot fix the call; we can refuse its result: every
- * legitimate ssthresh is a value our hook returned or the kernel's undo of
- * one, so it never exceeds the largest window the subflow has had. A value
+ * its whole send buffer. We cannot fix the call; we can refuse its result:
+ * every legitimate ssthresh is a value our hook returned or the kernel's undo
+ * of one, so it never exceeds the largest window the subflow has had. A value
  * above twice that (and above 2^16 packets, so a fresh subflow with a large
  * initial window is never questioned) is replaced by what our hook would
  * have returned at that loss.
