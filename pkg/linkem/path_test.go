@@ -1,6 +1,7 @@
 package linkem
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/cpustat"
 )
 
 // waitIdle waits until both directions have settled: every packet offered
@@ -27,9 +30,12 @@ func waitIdle(t *testing.T, p *Path) (fwd, rev Counters) {
 	return
 }
 
+// The measuring tests (delay, rate, loss, queue) run one at a time: on two
+// cores a UDP blast in a parallel test starves the other path's release
+// goroutine (a CI run saw 40 ms late releases and 20% less goodput), and
+// the test would then measure the neighbour, not the emulator.
 func TestPathDelay(t *testing.T) {
 	needRoot(t)
-	t.Parallel()
 	ns1, ns2 := newNS(t), newNS(t)
 	cfg := pathConfig(ns1, ns2, 1,
 		DirectionConfig{Delay: 10 * time.Millisecond},
@@ -41,20 +47,28 @@ func TestPathDelay(t *testing.T) {
 	dst := netip.AddrPortFrom(cfg.Addr2.Addr(), 7001)
 	udpEcho(t, ns2, dst.Addr(), int(dst.Port()))
 
+	// A probe round is timed: a round during which the host takes the
+	// vCPUs away releases late (cpustat.Attempts). Too short is never the
+	// host's doing and fails at once.
+	probes := 0
 	check := func(what string, want time.Duration) {
 		t.Helper()
-		rtts := probeRTT(t, ns1, dst, 50, 10*time.Millisecond)
-		if len(rtts) != 50 {
-			t.Fatalf("%s: %d of 50 probes came back on a lossless path", what, len(rtts))
-		}
-		med := pct(rtts, 0.5)
-		t.Logf("%s: rtt min %v median %v p90 %v max %v (want %v)", what, rtts[0], med, pct(rtts, 0.9), rtts[len(rtts)-1], want)
-		if rtts[0] < want {
-			t.Errorf("%s: rtt %v shorter than the configured %v", what, rtts[0], want)
-		}
-		if med > want+time.Millisecond {
-			t.Errorf("%s: median rtt %v more than 1 ms above %v", what, med, want)
-		}
+		cpustat.Attempts(t, 3, func(int) error {
+			rtts := probeRTT(t, ns1, dst, 50, 10*time.Millisecond)
+			probes += 50
+			if len(rtts) != 50 {
+				t.Fatalf("%s: %d of 50 probes came back on a lossless path", what, len(rtts))
+			}
+			med := pct(rtts, 0.5)
+			t.Logf("%s: rtt min %v median %v p90 %v max %v (want %v)", what, rtts[0], med, pct(rtts, 0.9), rtts[len(rtts)-1], want)
+			if rtts[0] < want {
+				t.Fatalf("%s: rtt %v shorter than the configured %v", what, rtts[0], want)
+			}
+			if med > want+time.Millisecond {
+				return fmt.Errorf("%s: median rtt %v more than 1 ms above %v", what, med, want)
+			}
+			return nil
+		})
 	}
 	check("10ms+10ms", 20*time.Millisecond)
 
@@ -66,18 +80,18 @@ func TestPathDelay(t *testing.T) {
 	check("25ms+10ms", 35*time.Millisecond)
 
 	fwd, rev := waitIdle(t, p)
-	if fwd.SentPackets != 100 || rev.SentPackets != 100 || fwd.DeliveredPackets != 100 || rev.DeliveredPackets != 100 {
-		t.Errorf("want exactly the 100 probes and 100 replies, got fwd %+v rev %+v", fwd, rev)
+	n := uint64(probes)
+	if fwd.SentPackets != n || rev.SentPackets != n || fwd.DeliveredPackets != n || rev.DeliveredPackets != n {
+		t.Errorf("want exactly the %d probes and %d replies, got fwd %+v rev %+v", n, n, fwd, rev)
 	}
-	if fwd.DeliveredBytes != 100*(20+8+64) {
-		t.Errorf("forward delivered %d bytes, want %d (100 IPv4/UDP packets of 64 bytes)", fwd.DeliveredBytes, 100*92)
+	if fwd.DeliveredBytes != n*(20+8+64) {
+		t.Errorf("forward delivered %d bytes, want %d (%d IPv4/UDP packets of 64 bytes)", fwd.DeliveredBytes, n*92, n)
 	}
 	t.Logf("release lateness: fwd mean %v max %v, rev mean %v max %v", fwd.MeanLate(), fwd.LateMax, rev.MeanLate(), rev.LateMax)
 }
 
 func TestPathRate(t *testing.T) {
 	needRoot(t)
-	t.Parallel()
 	ns1, ns2 := newNS(t), newNS(t)
 	const rate = 20_000_000
 	cfg := pathConfig(ns1, ns2, 2,
@@ -85,24 +99,29 @@ func TestPathRate(t *testing.T) {
 		DirectionConfig{Delay: 2 * time.Millisecond})
 	p := startPath(t, cfg)
 
-	before, _ := p.Stats()
-	start := time.Now()
-	res := tcpBulk(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7002), time.Second, 2*time.Second)
-	after, _ := p.Stats()
-	elapsed := time.Since(start)
-
 	// TCP payload per 1500-byte IP packet: 1500 - 20 (IP) - 32 (TCP with
 	// timestamps) = 1448 bytes.
 	want := rate * 1448.0 / 1500
-	t.Logf("goodput %.2f Mbit/s (want %.2f), tcp min_rtt %v srtt %v", res.goodput/1e6, want/1e6, res.minRTT, res.srtt)
-	if math.Abs(res.goodput-want)/want > 0.10 {
-		t.Errorf("goodput %.2f Mbit/s not within 10%% of %.2f", res.goodput/1e6, want/1e6)
-	}
-	// The link never delivers faster than its rate, whatever TCP does.
-	ipRate := float64(after.DeliveredBytes-before.DeliveredBytes) * 8 / elapsed.Seconds()
-	if ipRate > rate*1.01 {
-		t.Errorf("delivered %.2f Mbit/s of IP bytes on a %v Mbit/s link", ipRate/1e6, rate/1e6)
-	}
+	// Goodput over 2 s is a timing measurement (cpustat.Attempts).
+	cpustat.Attempts(t, 3, func(int) error {
+		before, _ := p.Stats()
+		start := time.Now()
+		res := tcpBulk(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7002), time.Second, 2*time.Second)
+		after, _ := p.Stats()
+		elapsed := time.Since(start)
+		t.Logf("goodput %.2f Mbit/s (want %.2f), tcp min_rtt %v srtt %v, late releases max %v",
+			res.goodput/1e6, want/1e6, res.minRTT, res.srtt, after.LateMax)
+		// The link never delivers faster than its rate, whatever TCP or
+		// the host does: not a timing figure, so it fails at once.
+		ipRate := float64(after.DeliveredBytes-before.DeliveredBytes) * 8 / elapsed.Seconds()
+		if ipRate > rate*1.01 {
+			t.Fatalf("delivered %.2f Mbit/s of IP bytes on a %v Mbit/s link", ipRate/1e6, rate/1e6)
+		}
+		if math.Abs(res.goodput-want)/want > 0.10 {
+			return fmt.Errorf("goodput %.2f Mbit/s not within 10%% of %.2f", res.goodput/1e6, want/1e6)
+		}
+		return nil
+	})
 	fwd, rev := waitIdle(t, p)
 	t.Logf("fwd %+v", fwd)
 	t.Logf("rev %+v", rev)
@@ -110,7 +129,6 @@ func TestPathRate(t *testing.T) {
 
 func TestPathLoss(t *testing.T) {
 	needRoot(t)
-	t.Parallel()
 	ns1, ns2 := newNS(t), newNS(t)
 	const loss, n = 0.05, 20000
 	cfg := pathConfig(ns1, ns2, 3,
@@ -118,24 +136,37 @@ func TestPathLoss(t *testing.T) {
 		DirectionConfig{})
 	p := startPath(t, cfg)
 
-	got, _ := udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7003), n, 200, 20000)
-	measured := 1 - float64(got)/n
-	t.Logf("received %d of %d: loss %.4f (configured %v)", got, n, measured, loss)
-	if math.Abs(measured-loss)/loss > 0.10 {
-		t.Errorf("measured loss %.4f not within 10%% of %v", measured, loss)
-	}
-	fwd, _ := waitIdle(t, p)
-	if fwd.SentPackets != n || fwd.DeliveredPackets != uint64(got) || fwd.DroppedLoss != n-uint64(got) || fwd.DroppedQueue != 0 {
-		t.Errorf("counters %+v disagree with %d sent, %d received", fwd, n, got)
-	}
-	if fwd.SentBytes != n*228 {
-		t.Errorf("SentBytes %d, want %d", fwd.SentBytes, n*228)
-	}
+	// Timed only in that the emulator must read every packet: if the host
+	// stalls it for over 50 ms at 20,000 packets/s, the TUN queue overflows
+	// before the emulator sees them (cpustat.Attempts). Its own counters
+	// must agree with the receiver whatever the host does.
+	cpustat.Attempts(t, 3, func(int) error {
+		before, _ := p.Stats()
+		got, _ := udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7003), n, 200, 20000)
+		after, _ := waitIdle(t, p)
+		sent := after.SentPackets - before.SentPackets
+		delivered := after.DeliveredPackets - before.DeliveredPackets
+		lost := after.DroppedLoss - before.DroppedLoss
+		if delivered != uint64(got) || sent != delivered+lost || after.DroppedQueue != 0 {
+			t.Fatalf("counters before %+v after %+v disagree with %d received", before, after, got)
+		}
+		if sent*228 != after.SentBytes-before.SentBytes {
+			t.Fatalf("SentBytes grew by %d for %d packets, want 228 each", after.SentBytes-before.SentBytes, sent)
+		}
+		measured := 1 - float64(got)/n
+		t.Logf("received %d of %d: loss %.4f (configured %v); the emulator read %d", got, n, measured, loss, sent)
+		if sent != n {
+			return fmt.Errorf("the emulator read %d of %d packets: the host dropped the rest before it", sent, n)
+		}
+		if math.Abs(measured-loss)/loss > 0.10 {
+			return fmt.Errorf("measured loss %.4f not within 10%% of %v", measured, loss)
+		}
+		return nil
+	})
 }
 
 func TestPathQueueOverflow(t *testing.T) {
 	needRoot(t)
-	t.Parallel()
 	ns1, ns2 := newNS(t), newNS(t)
 	const rate, limit = 10_000_000, 50
 	cfg := pathConfig(ns1, ns2, 6,
@@ -163,7 +194,10 @@ func TestPathCloseRemovesDevices(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
 	ns1, ns2 := newNS(t), newNS(t)
-	cfg := pathConfig(ns1, ns2, 4, DirectionConfig{Delay: time.Second}, DirectionConfig{})
+	// Packets wait 5 s in the delay line; Close must not wait for them.
+	// Removing a device takes the kernel an RCU grace period or more, up to
+	// half a second on a busy host: 1 s tells the two apart.
+	cfg := pathConfig(ns1, ns2, 4, DirectionConfig{Delay: 5 * time.Second}, DirectionConfig{})
 	p, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -181,15 +215,14 @@ func TestPathCloseRemovesDevices(t *testing.T) {
 	if _, err := Start(cfg); err == nil {
 		t.Fatal("second Start with the same devices succeeded")
 	}
-	// Leave packets in the 1 s delay line: Close must not wait for them.
 	udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7004), 10, 100, 10000)
 	begin := time.Now()
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	closed = true
-	if d := time.Since(begin); d > 200*time.Millisecond {
-		t.Errorf("Close took %v", d)
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("Close took %v: it waited for the delay line", d)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
