@@ -1,10 +1,12 @@
 package cc_test
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cpustat"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -80,6 +82,55 @@ func run(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, 
 	return mbps
 }
 
+// retries bounds the re-runs over the whole package, so that a busy host
+// costs minutes, not the CI time limit.
+var retries = 4
+
+// meter takes the throughput figures of one test and remembers the most
+// CPU time the host stole during a run it kept.
+type meter struct {
+	t     *testing.T
+	steal float64 // fraction of CPU time
+}
+
+// run is the package's run, repeated while the host stole more than
+// cpustat.MaxSteal and re-runs are left.
+func (m *meter) run(n *topo.Net, flows []flow, warmup, window time.Duration, sample func(end bool)) []float64 {
+	m.t.Helper()
+	for {
+		w, err := cpustat.Start()
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		mbps := run(m.t, n, flows, warmup, window, sample)
+		stolen := w.Stolen()
+		if stolen <= cpustat.MaxSteal || retries == 0 {
+			if stolen > cpustat.MaxSteal {
+				m.t.Logf("the host stole %.0f%% of the CPU time during this run; no re-runs left, keeping it", 100*stolen)
+			}
+			m.steal = max(m.steal, stolen)
+			return mbps
+		}
+		retries--
+		m.t.Logf("the host stole %.0f%% of the CPU time during this run (more than %.0f%%): running it again", 100*stolen, 100*cpustat.MaxSteal)
+	}
+}
+
+// check enforces a bound on the figures. A bound that holds passes. One
+// missed after a run during which the host stole more than cpustat.MaxSteal is
+// reported, not failed, since the figure then measures the host; on a
+// quiet host it fails.
+func (m *meter) check(holds bool, format string, args ...any) {
+	m.t.Helper()
+	switch {
+	case holds:
+	case m.steal > cpustat.MaxSteal:
+		m.t.Logf("NOT JUDGED, the host stole up to %.0f%% of the CPU time: "+format, append([]any{100 * m.steal}, args...)...)
+	default:
+		m.t.Errorf(format, args...)
+	}
+}
+
 // subflowsOf returns the live subflows of one congestion control.
 func subflowsOf(t *testing.T, root, name string) []stats.Subflow {
 	t.Helper()
@@ -96,12 +147,74 @@ func subflowsOf(t *testing.T, root, name string) []stats.Subflow {
 	return out
 }
 
-// bytesByPath sums bytes_acked of the subflows per client path index.
-func bytesByPath(subs []stats.Subflow) map[int]uint64 {
-	m := map[int]uint64{}
-	for _, s := range subs {
-		a := s.Local.Addr().As4()
-		m[int(a[2])] += s.BytesAcked
+// windowSampler reads the cwnd of one congestion control's subflows from
+// the maps at a fixed interval, per client path, until its sample hook ends.
+type windowSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	sum  map[int]float64
+	n    int
+	e    error
+}
+
+func sampleWindows(root, name string, every time.Duration) *windowSampler {
+	w := &windowSampler{stop: make(chan struct{}), done: make(chan struct{}), sum: map[int]float64{}}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			all, err := stats.ReadAll(root)
+			if err != nil {
+				w.e = err
+				return
+			}
+			for _, s := range all {
+				if s.CC == name {
+					a := s.Local.Addr().As4()
+					w.sum[int(a[2])] += float64(s.Cwnd)
+				}
+			}
+			w.n++
+		}
+	}()
+	return w
+}
+
+// finish stops the sampling; mean, samples and err may be called after it.
+func (w *windowSampler) finish() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
 	}
-	return m
+	<-w.done
+}
+
+func (w *windowSampler) mean(path int) float64 {
+	w.finish()
+	if w.n == 0 {
+		return 0
+	}
+	return w.sum[path] / float64(w.n)
+}
+
+func (w *windowSampler) samples() int { w.finish(); return w.n }
+
+// err is the first map read that failed, or an error if nothing was
+// sampled.
+func (w *windowSampler) err() error {
+	if w == nil {
+		return fmt.Errorf("the window sampler never started")
+	}
+	w.finish()
+	if w.e == nil && w.n == 0 {
+		return fmt.Errorf("no window samples")
+	}
+	return w.e
 }
