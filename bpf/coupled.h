@@ -396,8 +396,15 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
 
 	debt = s->lisa_debt;
 	if (debt) {
+		/* A donor past slow start stays past it: without the lower
+		 * ssthresh it would slow-start straight back to its old window
+		 * and the join would add a window after all. */
+		bool avoiding = tp->snd_cwnd >= tp->snd_ssthresh;
+
 		debt = __sync_lock_test_and_set(&s->lisa_debt, 0);
 		tp->snd_cwnd = tp->snd_cwnd > debt + 2 ? tp->snd_cwnd - debt : 2;
+		if (avoiding)
+			tp->snd_ssthresh = tp->snd_cwnd;
 	}
 
 	if (!s->token && tp->is_mptcp) {
@@ -484,7 +491,7 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 	struct mptcp_walk w;
 	bool end = false;
 	__u64 donor_id = 0;
-	__u32 donor_cwnd = 0, share, i;
+	__u32 donor_cwnd = 0, donor_ssthresh = 0, share, i;
 	struct mpcc_subflow *d;
 
 	if (!msk)
@@ -506,6 +513,7 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 			continue;
 		if (sid && stp->snd_cwnd > donor_cwnd) {
 			donor_cwnd = stp->snd_cwnd;
+			donor_ssthresh = stp->snd_ssthresh;
 			donor_id = sid;
 		}
 	}
@@ -519,6 +527,11 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 	__sync_fetch_and_add(&d->lisa_debt, share);
 	__sync_fetch_and_add(&d->lisa_given, share);
 	tp->snd_cwnd = share;
+	/* The newcomer joins the donor's phase: slow start while the donor
+	 * still slow-starts (the two then grow like one flow), congestion
+	 * avoidance once the donor has found the path's limit. */
+	if (donor_cwnd >= donor_ssthresh)
+		tp->snd_ssthresh = share;
 
 	donor_id = mpcc_ca(sk)->id;
 	d = bpf_map_lookup_elem(&subflows, &donor_id);

@@ -71,12 +71,27 @@ func TestLISAJoinTakesShare(t *testing.T) {
 			}
 			continue
 		}
+		t.Logf("lisa: donor ssthresh %d before, %d after; joiner cwnd %d ssthresh %d", before[0].Ssthresh, donor.Ssthresh, joiner.Cwnd, joiner.Ssthresh)
 		if joiner.LISATaken < 10 || joiner.LISATaken != donor.LISAGiven {
 			t.Errorf("with LISA the joiner took %d and the donor gave %d; want equal shares of at least an initial window",
 				joiner.LISATaken, donor.LISAGiven)
 		}
 		if 2*joiner.LISATaken > before[0].Cwnd*3/2 {
 			t.Errorf("joiner took %d of a window that was %d shortly before: more than half", joiner.LISATaken, before[0].Cwnd)
+		}
+		// 1.5 s into the transfer the donor has left slow start (its first
+		// loss ends it on this 100-packet queue): the newcomer starts in
+		// congestion avoidance at its share, and the donor stays in it,
+		// instead of slow-starting back to its old window.
+		const infinite = 0x7fffffff
+		if before[0].Ssthresh >= infinite || before[0].Cwnd < before[0].Ssthresh {
+			t.Fatalf("donor still in slow start 1.5 s in (cwnd %d, ssthresh %d): the test needs a join after slow start", before[0].Cwnd, before[0].Ssthresh)
+		}
+		if joiner.Ssthresh > joiner.LISATaken {
+			t.Errorf("joiner's ssthresh %d right after the join, want at most its share %d (congestion avoidance)", joiner.Ssthresh, joiner.LISATaken)
+		}
+		if donor.Ssthresh > before[0].Cwnd-donor.LISAGiven+10 {
+			t.Errorf("donor's ssthresh %d after giving %d of a window of %d: it would slow-start back", donor.Ssthresh, donor.LISAGiven, before[0].Cwnd)
 		}
 	}
 }
