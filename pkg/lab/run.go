@@ -300,7 +300,8 @@ func TopoConfig(sc *Scenario, rep int, prefix string) (topo.MultiConfig, error) 
 		cfg.Servers = append(cfg.Servers, topo.ServerConfig{Name: s.Name, Link: sh, MaxSubflows: s.MaxSubflows})
 	}
 	for _, h := range sc.Hosts {
-		hc := topo.HostConfig{Name: h.Name, Count: h.Count, Endpoints: h.Endpoints, MaxSubflows: h.MaxSubflows, AddAddrAccepted: h.AddAddrAccepted}
+		hc := topo.HostConfig{Name: h.Name, Count: h.Count, Endpoints: h.Endpoints, LateEndpoints: h.JoinAfter > 0,
+			MaxSubflows: h.MaxSubflows, AddAddrAccepted: h.AddAddrAccepted}
 		for _, p := range h.Paths {
 			hc.Paths = append(hc.Paths, p.LinkIndex)
 			hc.Backup = append(hc.Backup, p.Backup)
@@ -466,9 +467,34 @@ func runRep(ctx context.Context, c Case, rep int, ccs *CCSet, o Options, dir str
 			}
 		}()
 	}
+	joined := make(chan joinResult, len(sc.Hosts))
+	joins := 0
+	for h, host := range sc.Hosts {
+		if host.JoinAfter > 0 {
+			joins++
+			go func() {
+				select {
+				case <-time.After(time.Until(t0.Add(host.JoinAfter))):
+				case <-ctx.Done():
+					joined <- joinResult{err: ctx.Err()}
+					return
+				}
+				err := n.AddEndpoints(h)
+				joined <- joinResult{host: host.Name, at: host.JoinAfter, cmds: n.EndpointCommands(h), err: err}
+			}()
+		}
+	}
 	timeout := time.After(sc.Timeout)
-	for left := len(insts); left > 0; {
+	for left := len(insts) + joins; left > 0; {
 		select {
+		case j := <-joined:
+			left--
+			for _, c := range j.cmds {
+				r.Commands = append(r.Commands, fmt.Sprintf("join %s (at %v): %s", j.host, j.at, c))
+			}
+			if j.err != nil && ctx.Err() == nil {
+				r.Error = fmt.Sprintf("adding the endpoints of %s at %v: %v", j.host, j.at, j.err)
+			}
 		case <-done:
 			left--
 		case <-ctx.Done():
@@ -536,6 +562,14 @@ func runRep(ctx context.Context, c Case, rep int, ccs *CCSet, o Options, dir str
 		o.logf("sampling: %s (%d times)", e, cnt)
 	}
 	return r
+}
+
+// joinResult is what adding one host's late endpoints did.
+type joinResult struct {
+	host string
+	at   time.Duration
+	cmds []string
+	err  error
 }
 
 // closeSoon closes an xfer sink without waiting forever for connections
@@ -619,6 +653,13 @@ func Up(ctx context.Context, f *File, caseID string, id RunID, ready func(*UpInf
 		} else {
 			info.Commands = append(info.Commands, "server: "+strings.Join(fi.iperfServerArgv(), " "),
 				"client: "+strings.Join(fi.iperfClientArgv(c.Scenario.Record.Sample, c.Scenario.Record.Warmup), " "))
+		}
+	}
+	for h, host := range c.Scenario.Hosts {
+		if host.JoinAfter > 0 {
+			for _, cmd := range n.EndpointCommands(h) {
+				info.Commands = append(info.Commands, fmt.Sprintf("join, %v after the flows start: %s", host.JoinAfter, cmd))
+			}
 		}
 	}
 	ready(info)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,4 +205,57 @@ func index(header []string) map[string]int {
 		m[h] = i
 	}
 	return m
+}
+
+// hosts.NAME.mptcp.join_after: the connection runs on one subflow until
+// the endpoints are added, then the second subflow joins it.
+func TestRunLateJoin(t *testing.T) {
+	id := newRun(t)
+	f, err := Parse("late.yaml", []byte(`
+name: late
+links:
+  a: {rate: 20Mbit, delay: 5ms, queue: 1bdp}
+  b: {rate: 20Mbit, delay: 5ms, queue: 1bdp}
+servers:
+  s: {}
+hosts:
+  h: {paths: [a, b], mptcp: {join_after: 1500ms}}
+flows:
+  mp: {from: h, cc: lia+lisa, duration: 3s}
+record: {sample: 50ms, warmup: 500ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := Run(context.Background(), f, Options{Out: out, ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, filepath.Join(out, "late/base/rep0/subflows.csv"))
+	col := index(rows[0])
+	first := map[string]float64{}
+	for _, r := range rows[1:] {
+		p := r[col["path"]]
+		tm, err := strconv.ParseFloat(r[col["t"]], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := first[p]; !ok {
+			first[p] = tm
+		}
+	}
+	t.Logf("first sample per path (s): %v", first)
+	if first["a"] > 0.5 {
+		t.Errorf("path a first seen at %.2f s, want from the start", first["a"])
+	}
+	if tb, ok := first["b"]; !ok || tb < 1.5 || tb > 2.5 {
+		t.Errorf("path b first seen at %v s (seen: %v), want shortly after the join at 1.5 s", tb, ok)
+	}
+	cmds, err := os.ReadFile(filepath.Join(out, "late/base/rep0/commands.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cmds), "join h (at 1.5s): ip -n ") || !strings.Contains(string(cmds), "mptcp endpoint add 10.10.1.1 dev p1 subflow") {
+		t.Errorf("commands.txt does not record the join:\n%s", cmds)
+	}
 }

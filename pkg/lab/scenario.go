@@ -63,7 +63,8 @@ type Host struct {
 	Name            string
 	Count           int
 	Paths           []HostPath
-	Endpoints       string // subflow, fullmesh, none
+	Endpoints       string        // subflow, fullmesh, none
+	JoinAfter       time.Duration // 0: endpoints from the start; else added this long into the repetition
 	MaxSubflows     int
 	AddAddrAccepted int
 }
@@ -347,6 +348,7 @@ type rawLink struct {
 
 type rawMPTCP struct {
 	Endpoints       string `yaml:"endpoints"`
+	JoinAfter       string `yaml:"join_after"`
 	Subflows        int    `yaml:"subflows"`
 	AddAddrAccepted int    `yaml:"add_addr_accepted"`
 }
@@ -753,6 +755,18 @@ func resolve(root *yaml.Node, dir string, e *errList) *Scenario {
 		case "subflow", "fullmesh", "none":
 		default:
 			e.add(fieldNode(en.val, "mptcp"), p+".mptcp.endpoints", "%q: want subflow (default), fullmesh or none", h.Endpoints)
+		}
+		if rh.MPTCP.JoinAfter != "" {
+			d, err := ParseDuration(rh.MPTCP.JoinAfter)
+			switch {
+			case err != nil:
+				e.add(fieldNode(en.val, "mptcp"), p+".mptcp.join_after", "%v", err)
+			case d == 0:
+				e.add(fieldNode(en.val, "mptcp"), p+".mptcp.join_after", "0: leave it out to join at once")
+			case h.Endpoints == "none" || len(rh.Paths) < 2:
+				e.add(fieldNode(en.val, "mptcp"), p+".mptcp.join_after", "nothing would join: the host needs a second path and endpoints other than none")
+			}
+			h.JoinAfter = d
 		}
 		if h.MaxSubflows < 0 || h.MaxSubflows > 8 {
 			e.add(fieldNode(en.val, "mptcp"), p+".mptcp.subflows", "%d: want 0 to 8", h.MaxSubflows)

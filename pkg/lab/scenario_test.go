@@ -69,7 +69,7 @@ links:
 servers:
   s: {link: {rate: 20Mbit}}
 hosts:
-  h: {count: 2, paths: [a, {link: b, backup: true}], mptcp: {endpoints: fullmesh}}
+  h: {count: 2, paths: [a, {link: b, backup: true}], mptcp: {endpoints: fullmesh, join_after: 2s}}
 flows:
   f: {from: h, to: s, cc: olia+lisa, duration: 5s, count: 3}
   g: {from: h, protocol: tcp, cc: cubic, bytes: 1MB, start: 1s, path: 1}
@@ -108,7 +108,7 @@ func TestParseGood(t *testing.T) {
 		t.Errorf("variant lia: %+v", got)
 	}
 	h := c.Hosts[0]
-	if h.Count != 2 || len(h.Paths) != 2 || !h.Paths[1].Backup || h.Paths[1].LinkIndex != 1 || h.Endpoints != "fullmesh" {
+	if h.Count != 2 || len(h.Paths) != 2 || !h.Paths[1].Backup || h.Paths[1].LinkIndex != 1 || h.Endpoints != "fullmesh" || h.JoinAfter != 2*time.Second {
 		t.Errorf("host: %+v", h)
 	}
 	g := c.Flows[1]
@@ -159,6 +159,9 @@ func TestParseErrors(t *testing.T) {
 		{"variant typo", "flows.f.cc: lia->flows.ff.cc: lia", []string{"variants[0].set", `flows has no "ff"`, "it has: f, g"}},
 		{"warmup", "warmup: 1s->warmup: 5s", []string{"flows.f.duration", "not longer than record.warmup"}},
 		{"endpoints", "endpoints: fullmesh->endpoints: signal", []string{"hosts.h.mptcp.endpoints"}},
+		{"join_after unit", "join_after: 2s->join_after: 2", []string{"hosts.h.mptcp.join_after"}},
+		{"join_after negative", "join_after: 2s->join_after: -2s", []string{"hosts.h.mptcp.join_after", "negative"}},
+		{"join_after nothing to join", "endpoints: fullmesh,->endpoints: none,", []string{"hosts.h.mptcp.join_after", "nothing would join"}},
 		{"count", "count: 2->count: 300", []string{"hosts.h.count"}},
 		{"sample", "sample: 50ms->sample: 1ms", []string{"record.sample"}},
 		{"no name", "name: t->description: t", []string{"name", "required"}},

@@ -59,6 +59,10 @@ type HostConfig struct {
 	// subflow per path; "fullmesh": the same with the fullmesh flag;
 	// "none": no endpoints (single subflow unless added later).
 	Endpoints string
+	// LateEndpoints leaves the endpoints out of the build: connections
+	// start with one subflow, and the others join when AddEndpoints adds
+	// them (a join after the first subflow has left slow start).
+	LateEndpoints bool
 	// MPTCP limits of the host's path manager; 0 means 8.
 	MaxSubflows, AddAddrAccepted int
 }
@@ -298,17 +302,8 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 				accepted = 8
 			}
 			hb = append(hb, fmt.Sprintf("mptcp limits set subflows %d add_addr_accepted %d", subflows, accepted))
-			if hc.Endpoints != "none" {
-				for i := 1; i < len(hc.Paths); i++ {
-					flags := "subflow"
-					if hc.Endpoints == "fullmesh" {
-						flags += " fullmesh"
-					}
-					if i < len(hc.Backup) && hc.Backup[i] {
-						flags += " backup"
-					}
-					hb = append(hb, fmt.Sprintf("mptcp endpoint add %s dev p%d %s", MultiHostAddr(k, i), i, flags))
-				}
+			if !hc.LateEndpoints {
+				hb = append(hb, endpointCmds(hc, k)...)
 			}
 			if err := ipBatch(ns, hb); err != nil {
 				return nil, err
@@ -322,6 +317,50 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// endpointCmds are the `ip` batch lines that give global host instance k
+// its MPTCP endpoints: every path but the first.
+func endpointCmds(hc HostConfig, k int) []string {
+	if hc.Endpoints == "none" {
+		return nil
+	}
+	var out []string
+	for i := 1; i < len(hc.Paths); i++ {
+		flags := "subflow"
+		if hc.Endpoints == "fullmesh" {
+			flags += " fullmesh"
+		}
+		if i < len(hc.Backup) && hc.Backup[i] {
+			flags += " backup"
+		}
+		out = append(out, fmt.Sprintf("mptcp endpoint add %s dev p%d %s", MultiHostAddr(k, i), i, flags))
+	}
+	return out
+}
+
+// EndpointCommands are the `ip -n NS ...` commands that AddEndpoints runs
+// for host h, one per endpoint of each instance.
+func (m *Multi) EndpointCommands(h int) []string {
+	var out []string
+	for inst, ns := range m.Hosts[h] {
+		for _, c := range endpointCmds(m.cfg.Hosts[h], m.base[h]+inst) {
+			out = append(out, "ip -n "+ns+" "+c)
+		}
+	}
+	return out
+}
+
+// AddEndpoints gives every instance of host h the endpoints that
+// LateEndpoints left out. The path manager then opens the extra subflows
+// of the connections already running.
+func (m *Multi) AddEndpoints(h int) error {
+	for inst, ns := range m.Hosts[h] {
+		if err := ipBatch(ns, endpointCmds(m.cfg.Hosts[h], m.base[h]+inst)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *Multi) setEm(where map[int]*linkem.Path, i int, p *linkem.Path) {
