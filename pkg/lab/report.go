@@ -492,7 +492,11 @@ func readRepRaw(dir string) (*RepResult, error) {
 		sub, _ := strconv.Atoi(row[2])
 		cw, _ := strconv.ParseUint(row[8], 10, 32)
 		ss, _ := strconv.ParseUint(row[9], 10, 32)
-		r.Samples = append(r.Samples, SubflowSample{T: t, Flow: row[1], Subflow: sub, Path: row[3], Cwnd: uint32(cw), Ssthresh: uint32(ss)})
+		s := SubflowSample{T: t, Flow: row[1], Subflow: sub, Path: row[3], Source: row[7], Cwnd: uint32(cw), Ssthresh: uint32(ss)}
+		if len(row) > 14 {
+			s.Retrans, _ = strconv.ParseUint(row[14], 10, 64)
+		}
+		r.Samples = append(r.Samples, s)
 	}
 	g, err := os.Open(filepath.Join(dir, "goodput.csv"))
 	if err == nil {

@@ -198,7 +198,7 @@ func (s *Stat) UnmarshalJSON(b []byte) error {
 // "_mean" is over the group's instances (per user); "_total" is the sum.
 var groupMetrics = []string{
 	"throughput_mbps_mean", "throughput_mbps_total", "completion_s_mean", "completion_s_max",
-	"retrans_mean", "retrans_total", "subflows_mean",
+	"retrans_mean", "retrans_total", "retrans_after_warmup_mean", "subflows_mean",
 }
 
 // GroupSummary summarises one flow group of one case over repetitions.
@@ -300,6 +300,39 @@ func ReadSummary(path string) (*Summary, error) {
 	return &s, nil
 }
 
+// retransAfter is what flow instance name retransmitted after from seconds
+// into the repetition, from the subflow samples: per subflow, its last
+// count minus its last count at or before from (a subflow first seen after
+// from counts from zero). With record.warmup set to a late join, it counts
+// what the join cost. Kernel counts where they were sampled, else the
+// map's.
+func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
+	kernel := false
+	for _, s := range samples {
+		if s.Flow == name && s.Source != "bpf" {
+			kernel = true
+			break
+		}
+	}
+	before, last := map[int]uint64{}, map[int]uint64{}
+	for _, s := range samples {
+		if s.Flow != name || (s.Source != "bpf") != kernel {
+			continue
+		}
+		if s.T <= from {
+			before[s.Subflow] = s.Retrans
+		}
+		last[s.Subflow] = s.Retrans
+	}
+	var n uint64
+	for sub, v := range last {
+		if v > before[sub] {
+			n += v - before[sub]
+		}
+	}
+	return n
+}
+
 func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 	cs := CaseSummary{ID: c.ID, Variant: c.Variant, Sweep: c.Sweep, Links: map[string]Stat{}}
 	var clean []*RepResult
@@ -325,7 +358,8 @@ func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 			}
 		}
 		for _, r := range clean {
-			var thr, comp, retr, subs []float64
+			var thr, comp, retr, late, subs []float64
+			from := (f.Start + c.Scenario.Record.Warmup).Seconds()
 			for _, fr := range r.Flows {
 				if fr.Flow != f.Name {
 					continue
@@ -337,6 +371,7 @@ func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 				thr = append(thr, fr.ThroughputMbps)
 				comp = append(comp, fr.CompletionS)
 				retr = append(retr, float64(fr.Retrans))
+				late = append(late, float64(retransAfter(r.Samples, fr.Name, from)))
 				subs = append(subs, float64(fr.Subflows))
 			}
 			g.Instances = max(g.Instances, len(thr))
@@ -349,6 +384,7 @@ func summarizeCase(c Case, reps []*RepResult) CaseSummary {
 			vals["completion_s_max"] = append(vals["completion_s_max"], maxOf(comp))
 			vals["retrans_mean"] = append(vals["retrans_mean"], mean(retr))
 			vals["retrans_total"] = append(vals["retrans_total"], sum(retr))
+			vals["retrans_after_warmup_mean"] = append(vals["retrans_after_warmup_mean"], mean(late))
 			vals["subflows_mean"] = append(vals["subflows_mean"], mean(subs))
 		}
 		for _, m := range groupMetrics {

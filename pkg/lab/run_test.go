@@ -147,7 +147,7 @@ func TestRunSmoke(t *testing.T) {
 		if ag == nil {
 			t.Fatalf("rebuilt summary has no flow %s", g.Flow)
 		}
-		for _, m := range []string{"throughput_mbps_mean", "completion_s_mean"} {
+		for _, m := range []string{"throughput_mbps_mean", "completion_s_mean", "retrans_after_warmup_mean"} {
 			if got, want := ag.Metrics[m].Mean, g.Metrics[m].Mean; math.Abs(got-want) > 1e-9*math.Max(1, want) {
 				t.Errorf("flow %s %s: rebuilt %v, run %v", g.Flow, m, got, want)
 			}

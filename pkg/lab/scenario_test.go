@@ -333,3 +333,24 @@ func TestFindAnomalies(t *testing.T) {
 		t.Errorf("missed a blown-up window: %v", an)
 	}
 }
+
+func TestRetransAfter(t *testing.T) {
+	s := []SubflowSample{
+		{T: 1, Flow: "mp", Subflow: 0, Source: "both", Retrans: 5},
+		{T: 2, Flow: "mp", Subflow: 0, Source: "both", Retrans: 7},
+		{T: 3, Flow: "mp", Subflow: 0, Source: "both", Retrans: 9},
+		{T: 3, Flow: "mp", Subflow: 1, Source: "both", Retrans: 4}, // joined after 2 s
+		{T: 3, Flow: "mp", Subflow: 1, Source: "bpf", Retrans: 100}, // the map's view: not mixed in
+		{T: 3, Flow: "other", Subflow: 0, Source: "kernel", Retrans: 50},
+	}
+	if got := retransAfter(s, "mp", 2); got != 2+4 {
+		t.Errorf("after 2 s: %d, want 6 (2 on the first subflow, 4 on the late one)", got)
+	}
+	if got := retransAfter(s, "mp", 0); got != 9+4 {
+		t.Errorf("after 0 s: %d, want 13", got)
+	}
+	bpfOnly := []SubflowSample{{T: 1, Flow: "x", Source: "bpf", Retrans: 3}, {T: 4, Flow: "x", Source: "bpf", Retrans: 8}}
+	if got := retransAfter(bpfOnly, "x", 2); got != 5 {
+		t.Errorf("map-only samples: %d, want 5", got)
+	}
+}
