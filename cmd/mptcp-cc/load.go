@@ -1,12 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
@@ -18,7 +17,7 @@ func cmdLoad(args []string, out io.Writer) error {
 	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "RSF target queueing delay d")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	root := pinRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *algo == "" {
@@ -45,7 +44,7 @@ func cmdUnload(args []string, out io.Writer) error {
 	algo := fs.String("algo", "", "algorithm loaded under its default name")
 	name := fs.String("name", "", "registered name")
 	root := pinRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	target := *name
@@ -70,7 +69,7 @@ func cmdList(args []string, out io.Writer) error {
 	fs := newFlags("list", "[--json]")
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := pinRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	loaded, err := cc.List(*root)
@@ -92,24 +91,21 @@ func cmdList(args []string, out io.Writer) error {
 		for _, l := range loaded {
 			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Subflows, l.Registered, l.PinDir})
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return cli.WriteJSON(out, list)
 	}
 	if len(loaded) == 0 {
 		fmt.Fprintln(out, "nothing loaded; try `mptcp-cc load --algo olia`")
 		return nil
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tALGO\tPARAMETERS\tSUBFLOWS\tSTATE")
+	t := cli.NewTable(out, "NAME", "ALGO", "PARAMETERS", "SUBFLOWS", "STATE")
 	for _, l := range loaded {
 		state := "registered"
 		if !l.Registered {
 			state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.Name, l.Algo, describeParams(l.Algo, l.Params), l.Subflows, state)
+		t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), l.Subflows, state)
 	}
-	return tw.Flush()
+	return t.Flush()
 }
 
 func describeParams(algo string, p cc.Params) string {
@@ -125,15 +121,14 @@ func describeParams(algo string, p cc.Params) string {
 
 func cmdAlgorithms(args []string, out io.Writer) error {
 	fs := newFlags("algorithms", "")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ALGO\tKERNEL NAME\tCOUPLED QUANTITY\tDESCRIPTION")
+	t := cli.NewTable(out, "ALGO", "KERNEL NAME", "COUPLED QUANTITY", "DESCRIPTION")
 	for _, a := range cc.Algorithms() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.DefaultName(), a.Coupled, a.Summary)
+		t.Row(a.Name, a.DefaultName(), a.Coupled, a.Summary)
 	}
-	return tw.Flush()
+	return t.Flush()
 }
 
 func joinNames() string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,8 +8,8 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"text/tabwriter"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 )
@@ -92,7 +91,7 @@ func cmdPolicyAttach(args []string, out io.Writer) error {
 	dport := fs.Uint("dport", 0, "only this service port (remote when connecting, local when accepting)")
 	tcp := fs.Bool("tcp", false, "plain TCP sockets too, not only MPTCP subflows")
 	root := policyRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *cgroup == "" {
@@ -133,7 +132,7 @@ func cmdPolicyDetach(args []string, out io.Writer) error {
 	algo := fs.String("algo", "", "remove only the rules naming this algorithm or congestion control")
 	rule := fs.Uint("rule", 0, "remove only this rule (ids: `mptcp-cc policy list`)")
 	root := policyRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *cgroup == "" {
@@ -166,7 +165,7 @@ func cmdPolicyList(args []string, out io.Writer) error {
 	fs := newFlags("policy list", "[--json]")
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := policyRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	list, err := policy.List(*root)
@@ -177,9 +176,7 @@ func cmdPolicyList(args []string, out io.Writer) error {
 		if list == nil {
 			list = []policy.Attachment{}
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return cli.WriteJSON(out, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no policy attached; try `mptcp-cc policy attach --cgroup DIR --algo olia`")
@@ -201,8 +198,7 @@ func cmdPolicyList(args []string, out io.Writer) error {
 			fmt.Fprintf(out, " (last: errno %d)", -c.LastError)
 		}
 		fmt.Fprintln(out)
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  RULE\tCC\tDST\tDPORT\tPLAIN TCP\tAPPLIED\t")
+		t := cli.NewTable(out, "  RULE", "CC", "DST", "DPORT", "PLAIN TCP", "APPLIED", "")
 		for _, r := range a.Rules {
 			dst, port, note := "any", "any", ""
 			if r.Dst.IsValid() {
@@ -214,9 +210,9 @@ func cmdPolicyList(args []string, out io.Writer) error {
 			if !r.Registered {
 				note = "CC NOT REGISTERED: sockets keep their CC"
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%v\t%d\t%s\n", r.ID, r.CC, dst, port, r.PlainTCP, r.Applied, note)
+			t.Row(fmt.Sprintf("  %d", r.ID), r.CC, dst, port, r.PlainTCP, r.Applied, note)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.Flush(); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
 )
 
@@ -43,7 +44,7 @@ func cmdServe(args []string, out io.Writer) error {
 	noEvents := fs.Bool("events.disable", false, "do not subscribe to mptcp_pm events")
 	logLevel := fs.String("log.level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log.format", "text", "text or json")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	set := map[string]bool{}

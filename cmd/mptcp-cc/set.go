@@ -1,12 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/connctl"
 )
 
@@ -16,7 +15,7 @@ func cmdSet(args []string, out io.Writer) error {
 	algo := fs.String("algo", "", "algorithm ("+joinNames()+") or registered congestion control")
 	ns := fs.String("netns", "", "named network namespace of the connection (`ip netns list`; default: this one)")
 	asJSON := fs.Bool("json", false, "JSON output")
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *tokenFlag == "" {
@@ -47,24 +46,21 @@ func cmdSet(args []string, out io.Writer) error {
 			}
 			doc.Subflows = append(doc.Subflows, sub{s, e})
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(doc); jerr != nil {
+		if jerr := cli.WriteJSON(out, doc); jerr != nil {
 			return jerr
 		}
 		return err
 	}
 	if len(res.Subflows) > 0 {
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SF\tLOCAL\tREMOTE\tSTATE\tWAS\tNOW")
+		t := cli.NewTable(out, "SF", "LOCAL", "REMOTE", "STATE", "WAS", "NOW")
 		for _, s := range res.Subflows {
 			now := res.CC
 			if s.Err != nil {
 				now = "FAILED: " + s.Err.Error()
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.SubflowID, s.Local, s.Remote, s.State, s.From, now)
+			t.Row(s.SubflowID, s.Local, s.Remote, s.State, s.From, now)
 		}
-		tw.Flush()
+		t.Flush()
 	}
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -15,7 +16,7 @@ func cmdSubflows(args []string, out io.Writer) error {
 	asJSON := fs.Bool("json", false, "JSON output (one array per refresh)")
 	watch := fs.Duration("watch", 0, "refresh every DURATION until interrupted (0: once)")
 	root := pinRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	for {

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
@@ -31,7 +32,7 @@ func cmdTop(args []string, out io.Writer) error {
 	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
 	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
 	root := pinRootFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := events.SortConns(nil, *sortBy); err != nil {

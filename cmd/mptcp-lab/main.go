@@ -27,98 +27,30 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
 )
 
-type command struct {
-	name    string
-	summary string
-	run     func(args []string) error
-}
-
-var commands []command
-
-func init() {
-	commands = []command{
-		{"run", "run scenario files and write results (CSV, JSON, SVG)", cmdRun},
-		{"up", "build a scenario's network and keep it until interrupted", cmdUp},
-		{"validate", "check scenario files and list their cases", cmdValidate},
-		{"clean", "remove what killed runs left behind", cmdClean},
-		{"summarize", "rebuild a scenario's summary and charts from its raw results", cmdSummarize},
-		{"report", "tables and charts of results next to the paper's numbers", cmdReport},
-	}
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: mptcp-lab COMMAND [flags]\n\ncommands:\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(w, "\n`mptcp-lab COMMAND -h` shows a command's flags; docs/lab.md the scenario format.\n")
+var app = cli.App{
+	Name: "mptcp-lab",
+	Commands: []cli.Command{
+		{Name: "run", Summary: "run scenario files and write results (CSV, JSON, SVG)", Run: cmdRun},
+		{Name: "up", Summary: "build a scenario's network and keep it until interrupted", Run: cmdUp},
+		{Name: "validate", Summary: "check scenario files and list their cases", Run: cmdValidate},
+		{Name: "clean", Summary: "remove what killed runs left behind", Run: cmdClean},
+		{Name: "summarize", Summary: "rebuild a scenario's summary and charts from its raw results", Run: cmdSummarize},
+		{Name: "report", Summary: "tables and charts of results next to the paper's numbers", Run: cmdReport},
+	},
+	Hidden: []cli.Command{{Name: janitorCmd, Run: func(args []string, _ io.Writer) error { janitor(args); return nil }}},
+	Footer: "docs/lab.md describes the scenario format.",
 }
 
 // errInterrupted makes main exit with 130, as shells do after Ctrl-C.
-var errInterrupted = errors.New("interrupted")
+var errInterrupted = cli.ErrInterrupted
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage(os.Stdout)
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
-		return
-	}
-	if os.Args[1] == janitorCmd {
-		janitor(os.Args[2:])
-		return
-	}
-	name := os.Args[1]
-	for _, c := range commands {
-		if c.name != name {
-			continue
-		}
-		if err := c.run(os.Args[2:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return
-			}
-			fmt.Fprintf(os.Stderr, "mptcp-lab %s: %v\n", name, err)
-			if errors.Is(err, errInterrupted) {
-				os.Exit(130)
-			}
-			os.Exit(1)
-		}
-		return
-	}
-	fmt.Fprintf(os.Stderr, "mptcp-lab: unknown command %q\n\n", name)
-	usage(os.Stderr)
-	os.Exit(2)
-}
+func main() { app.Main() }
 
-func newFlags(name, args string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mptcp-lab %s %s\n", name, args)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseInterspersed parses flags that may come after the positional
-// arguments (mptcp-lab run FILE --out DIR).
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
+func newFlags(name, args string) *flag.FlagSet { return cli.NewFlags("mptcp-lab", name, args) }
 
 type multiFlag []string
 
@@ -177,7 +109,7 @@ func (s *session) close() error {
 	return err
 }
 
-func cmdRun(args []string) error {
+func cmdRun(args []string, _ io.Writer) error {
 	fs := newFlags("run", "FILE... [--out DIR] [--reps N] [--case ID]...")
 	out := fs.String("out", "lab-results", "results directory (each scenario writes DIR/<scenario name>/)")
 	reps := fs.Int("reps", 0, "repetitions of every case (default: the file's)")
@@ -185,7 +117,7 @@ func cmdRun(args []string) error {
 	fs.Var(&cases, "case", "run only this case id or variant (repeatable)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests of `mptcp-lab clean`)")
-	files, err := parseInterspersed(fs, args)
+	files, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -233,10 +165,10 @@ func cmdRun(args []string) error {
 	return runErr
 }
 
-func cmdUp(args []string) error {
+func cmdUp(args []string, _ io.Writer) error {
 	fs := newFlags("up", "FILE [--case ID]")
 	caseID := fs.String("case", "", "which case (variant) to build (default: the first)")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -286,9 +218,9 @@ func cmdUp(args []string) error {
 	return err
 }
 
-func cmdValidate(args []string) error {
+func cmdValidate(args []string, _ io.Writer) error {
 	fs := newFlags("validate", "FILE...")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -324,12 +256,12 @@ func cmdValidate(args []string) error {
 	return errors.Join(errs...)
 }
 
-func cmdClean(args []string) error {
+func cmdClean(args []string, _ io.Writer) error {
 	fs := newFlags("clean", "[--run ID] [--force] [--list]")
 	run := fs.String("run", "", "clean only this run")
 	force := fs.Bool("force", false, "also clean runs whose process is still alive")
 	list := fs.Bool("list", false, "only list what is there")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if _, err := cli.ParseInterspersed(fs, args); err != nil {
 		return err
 	}
 	if *list {
@@ -365,9 +297,9 @@ func report(c lab.Cleaned) {
 	fmt.Printf("run %s: removed %d namespace(s) %v, %d congestion control(s) %v\n", c.Run, len(c.Namespaces), c.Namespaces, len(c.CCs), c.CCs)
 }
 
-func cmdSummarize(args []string) error {
+func cmdSummarize(args []string, _ io.Writer) error {
 	fs := newFlags("summarize", "DIR/SCENARIO...")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
@@ -391,10 +323,10 @@ func cmdSummarize(args []string) error {
 	return errors.Join(errs...)
 }
 
-func cmdReport(args []string) error {
+func cmdReport(args []string, _ io.Writer) error {
 	fs := newFlags("report", "SPEC.yaml... [--results DIR]")
 	results := fs.String("results", "lab-results", "where `run --out` wrote the results")
-	pos, err := parseInterspersed(fs, args)
+	pos, err := cli.ParseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}

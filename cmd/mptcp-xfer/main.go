@@ -14,58 +14,32 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
-func usage() {
-	fmt.Fprintf(os.Stderr, `usage:
-  mptcp-xfer server --listen ADDR:PORT [--mptcp] [--ns NAME] [--no-verify]
-  mptcp-xfer client --connect ADDR:PORT (--bytes N | --time D) [--cc NAME] [--mptcp] [--bind ADDR] [--ns NAME]
-
-The client prints one JSON object: bytes sent and delivered (as the server
-counted them), duration, throughput, whether the data arrived intact, the
-congestion control the socket ran.
-`)
+var app = cli.App{
+	Name: "mptcp-xfer",
+	Commands: []cli.Command{
+		{Name: "server", Summary: "a sink that counts and checks what it receives (prints its address as JSON)", Run: server},
+		{Name: "client", Summary: "send --bytes N or for --time D and print what the receiver got, as JSON", Run: client},
+	},
+	Footer: "The client's JSON: bytes sent and delivered (as the server counted them), duration, throughput, whether the data arrived intact, the congestion control the socket ran.",
 }
 
-func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "server":
-		err = server(os.Args[2:])
-	case "client":
-		err = client(os.Args[2:])
-	case "-h", "--help", "help":
-		usage()
-		return
-	default:
-		usage()
-		os.Exit(2)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mptcp-xfer %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
-}
+func main() { app.Main() }
 
-func server(args []string) error {
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+func server(args []string, stdout io.Writer) error {
+	fs := cli.NewFlags("mptcp-xfer", "server", "--listen ADDR:PORT [--mptcp] [--ns NAME] [--no-verify]")
 	listen := fs.String("listen", "", "address:port to listen on (port 0: any)")
 	mptcp := fs.Bool("mptcp", false, "listen with IPPROTO_MPTCP (plain TCP clients are accepted too)")
 	ns := fs.String("ns", "", "network namespace to listen in")
@@ -86,7 +60,7 @@ func server(args []string) error {
 		return err
 	}
 	out, _ := json.Marshal(map[string]any{"listening": s.Addr().String(), "mptcp": *mptcp, "ns": *ns})
-	fmt.Println(string(out))
+	fmt.Fprintln(stdout, string(out))
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	<-sigc
@@ -113,8 +87,8 @@ type Result struct {
 	FirstBad       int64   `json:"first_bad_offset"` // -1: none
 }
 
-func client(args []string) error {
-	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+func client(args []string, stdout io.Writer) error {
+	fs := cli.NewFlags("mptcp-xfer", "client", "--connect ADDR:PORT (--bytes N | --time D) [--cc NAME] [--mptcp] [--bind ADDR] [--ns NAME]")
 	connect := fs.String("connect", "", "server address:port")
 	bytesF := fs.String("bytes", "", "send this much (e.g. 10MB, 1MiB, 500000)")
 	dur := fs.Duration("time", 0, "send for this long (e.g. 30s)")
@@ -153,8 +127,9 @@ func client(args []string) error {
 	if res.Duration > 0 {
 		r.ThroughputMbps = float64(res.Delivered) * 8 / res.Duration.Seconds() / 1e6
 	}
-	out, _ := json.MarshalIndent(r, "", "  ")
-	fmt.Println(string(out))
+	if err := cli.WriteJSON(stdout, r); err != nil {
+		return err
+	}
 	if !res.Intact {
 		return errors.New("the data did not arrive intact")
 	}
