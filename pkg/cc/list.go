@@ -1,13 +1,13 @@
 package cc
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // Loaded describes one congestion control this project registered.
@@ -25,21 +25,15 @@ func List(root string) ([]Loaded, error) {
 	if root == "" {
 		root = DefaultPinRoot
 	}
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	dirs, err := kernel.PinDirs(root)
 	if err != nil {
 		return nil, err
 	}
 	var out []Loaded
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		l, err := inspect(root, e.Name())
+	for _, name := range dirs {
+		l, err := inspect(root, name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		out = append(out, l)
 	}

@@ -212,14 +212,7 @@ func (r setccSetccRecord) subflow() Subflow {
 		s.Local = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Saddr[:4])), r.Sport)
 		s.Remote = netip.AddrPortFrom(netip.AddrFrom4([4]byte(r.Daddr[:4])), r.Dport)
 	}
-	var from []byte
-	for _, c := range r.From {
-		if c == 0 {
-			break
-		}
-		from = append(from, byte(c))
-	}
-	s.From = string(from)
+	s.From = kernel.CString(r.From[:])
 	if r.Err != 0 {
 		s.Err = syscall.Errno(-r.Err)
 	}

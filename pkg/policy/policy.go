@@ -361,24 +361,18 @@ func removePolicy(dir string) error {
 // List returns every policy pinned under root, sorted by cgroup path.
 func List(root string) ([]Attachment, error) {
 	root = defaultRoot(root)
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	dirs, err := kernel.PinDirs(root)
 	if err != nil {
 		return nil, err
 	}
 	var out []Attachment
-	for _, e := range entries {
-		if !e.IsDir() {
+	for _, name := range dirs {
+		if _, err := strconv.ParseUint(name, 10, 64); err != nil {
 			continue
 		}
-		if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
-			continue
-		}
-		a, err := inspect(filepath.Join(root, e.Name()))
+		a, err := inspect(filepath.Join(root, name))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(root, e.Name()), err)
+			return nil, fmt.Errorf("%s: %w", filepath.Join(root, name), err)
 		}
 		out = append(out, a)
 	}
@@ -616,14 +610,7 @@ func (r Rule) key(kind uint8) policyRuleKey {
 
 func decode(k policyRuleKey, v policyRule) RuleInfo {
 	info := RuleInfo{ID: v.Id, DstPort: k.Port, PlainTCP: v.PlainTcp != 0, Applied: v.Applied}
-	var name []byte
-	for _, c := range v.Cc {
-		if c == 0 {
-			break
-		}
-		name = append(name, byte(c))
-	}
-	info.CC = string(name)
+	info.CC = kernel.CString(v.Cc[:])
 	bits := int(k.Prefixlen) - 32
 	if bits > 0 {
 		a := netip.AddrFrom16(k.Addr)
@@ -670,14 +657,7 @@ func validCCName(name string) error {
 }
 
 func registeredSet() map[string]bool {
-	names, err := kernel.CongestionControls()
-	if err != nil {
-		return nil
-	}
-	set := map[string]bool{}
-	for _, n := range names {
-		set[n] = true
-	}
+	set, _ := kernel.CongestionControlSet()
 	return set
 }
 
