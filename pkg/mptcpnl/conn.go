@@ -41,17 +41,21 @@ func Dial() (*Conn, error) {
 
 // DialNS opens a Conn in the named network namespace (see package netns). The
 // socket stays in that namespace for its whole life.
-func DialNS(name string) (*Conn, error) {
-	var conn *Conn
+func DialNS(name string) (*Conn, error) { return openIn(name, Dial) }
+
+// openIn opens a netlink socket inside a named network namespace; the
+// socket keeps that namespace after the thread leaves it.
+func openIn[T any](name string, open func() (T, error)) (T, error) {
+	var v T
 	err := netns.Do(name, func() error {
 		var err error
-		conn, err = Dial()
+		v, err = open()
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mptcpnl: in netns %s: %w", name, err)
+		return v, fmt.Errorf("mptcpnl: in netns %s: %w", name, err)
 	}
-	return conn, nil
+	return v, nil
 }
 
 // dialFamily opens a generic netlink socket and resolves the mptcp_pm family,
@@ -253,18 +257,7 @@ func Subscribe() (*Subscription, error) {
 }
 
 // SubscribeNS is Subscribe inside the named network namespace.
-func SubscribeNS(name string) (*Subscription, error) {
-	var s *Subscription
-	err := netns.Do(name, func() error {
-		var err error
-		s, err = Subscribe()
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mptcpnl: in netns %s: %w", name, err)
-	}
-	return s, nil
-}
+func SubscribeNS(name string) (*Subscription, error) { return openIn(name, Subscribe) }
 
 // Receive blocks until the kernel delivers events and returns them in order.
 // Messages of other families are ignored. A message that does not decode is
