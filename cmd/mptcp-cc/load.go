@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 func cmdLoad(args []string, out io.Writer) error {
@@ -73,10 +74,11 @@ func cmdList(args []string, out io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	loaded, err := cc.List(*root)
+	snap, err := stats.Pinned{Root: *root}.Read()
 	if err != nil {
 		return err
 	}
+	loaded := snap.Loaded
 	if *asJSON {
 		type entry struct {
 			Name        string  `json:"name"`
@@ -90,7 +92,7 @@ func cmdList(args []string, out io.Writer) error {
 		}
 		list := []entry{}
 		for _, l := range loaded {
-			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Subflows, l.Registered, l.PinDir})
+			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, snap.Count(l.Name), l.Registered, l.PinDir})
 		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -107,7 +109,7 @@ func cmdList(args []string, out io.Writer) error {
 		if !l.Registered {
 			state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.Name, l.Algo, describeParams(l.Algo, l.Params), l.Subflows, state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l.Name, l.Algo, describeParams(l.Algo, l.Params), snap.Count(l.Name), state)
 	}
 	return tw.Flush()
 }

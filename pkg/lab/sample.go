@@ -91,7 +91,11 @@ func (s *sampler) tick() {
 	var bpf map[sfKey]stats.Subflow
 	if s.bpf {
 		bpf = map[sfKey]stats.Subflow{}
-		for _, sf := range s.ccs.readBPF() {
+		subs, err := s.ccs.readBPF()
+		if err != nil {
+			s.errs[err.Error()]++
+		}
+		for _, sf := range subs {
 			bpf[sfKey{sf.Local, sf.Remote}] = sf
 		}
 	}
@@ -159,7 +163,7 @@ func (s *sampler) kernelRows(t float64, fi *flowInst, initial netip.AddrPort, li
 		if in.Min_rtt == ^uint32(0) {
 			row.MinRTTMs = 0 // no sample yet
 		}
-		if row.Ssthresh >= 0x7fffffff {
+		if stats.SsthreshIsInfinite(row.Ssthresh) {
 			row.Ssthresh = 0 // infinite: still in the first slow start
 		}
 		fi.retrans[key] = uint64(in.Total_retrans)
@@ -185,7 +189,7 @@ func (s *sampler) bpfRows(t float64, fi *flowInst, initial netip.AddrPort, bpf m
 		}
 		key := k.local.String() + ">" + k.remote.String()
 		ss := b.Ssthresh
-		if ss >= 0x7fffffff {
+		if stats.SsthreshIsInfinite(ss) {
 			ss = 0
 		}
 		s.samples = append(s.samples, SubflowSample{T: t, Flow: fi.name, Subflow: fi.subIndex(key), Path: fi.hostPath[k.local.Addr()],

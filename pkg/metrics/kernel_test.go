@@ -21,6 +21,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
@@ -32,7 +33,7 @@ func serve(t *testing.T, root string, max int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := metrics.NewCollector(metrics.PinSource{Root: root}, metrics.Options{MaxSubflows: max, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	col := metrics.NewCollector(stats.Pinned{Root: root}, metrics.Options{MaxSubflows: max, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv, err := metrics.Listen("127.0.0.1:0", false, metrics.Handler(col, reg))
 	if err != nil {
 		t.Fatal(err)
