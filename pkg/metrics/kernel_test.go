@@ -131,12 +131,7 @@ func kernelView(t *testing.T, ns string, dport uint16) map[netip.AddrPort]kernel
 
 func diagDump(t *testing.T, ns string) []sockdiag.Socket {
 	t.Helper()
-	d, err := sockdiag.DialNS(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	list, err := d.TCP(0, sockdiag.Connected)
+	list, err := sockdiag.Dump(ns, 0, sockdiag.Connected)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -347,12 +347,7 @@ func (e *env) connCC(t *testing.T, local netip.AddrPort, want int, wait time.Dur
 // sock_diag reports it (INET_DIAG_CONG): the states `ss -t` lists.
 func kernelCC(t *testing.T, ns string) map[[2]netip.AddrPort]string {
 	t.Helper()
-	d, err := sockdiag.DialNS(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	list, err := d.TCP(0, sockdiag.Connected|sockdiag.StateSet(sockdiag.SynSent))
+	list, err := sockdiag.Dump(ns, 0, sockdiag.Connected|sockdiag.StateSet(sockdiag.SynSent))
 	if err != nil {
 		t.Fatal(err)
 	}

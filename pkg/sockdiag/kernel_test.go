@@ -128,12 +128,7 @@ func TestKernelTCPConnection(t *testing.T) {
 	}
 
 	// The host namespace does not see it.
-	h, err := sockdiag.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	host, err := h.TCP(unix.AF_INET, sockdiag.Connected)
+	host, err := sockdiag.Dump("", unix.AF_INET, sockdiag.Connected)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +148,7 @@ func TestKernelMPTCPSubflow(t *testing.T) {
 	if mp, err := client.(*net.TCPConn).MultipathTCP(); err != nil || !mp {
 		t.Skipf("the connection fell back to TCP (%v)", err)
 	}
-	d, err := sockdiag.DialNS(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	list, err := d.TCP(0, sockdiag.Connected)
+	list, err := sockdiag.Dump(ns, 0, sockdiag.Connected)
 	if err != nil {
 		t.Fatal(err)
 	}

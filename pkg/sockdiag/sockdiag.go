@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"time"
 	"unsafe"
 
@@ -73,34 +74,46 @@ type Conn struct {
 
 // Dial opens a Conn in the network namespace of the calling thread: the
 // process's, unless called from inside netns.Do.
-func Dial() (*Conn, error) {
-	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sock_diag socket: %w", err)
-	}
-	return &Conn{c: c}, nil
-}
+func Dial() (*Conn, error) { return dial(nil) }
 
 // DialNS opens a Conn in the named network namespace (see package netns);
-// "" is the process's namespace.
+// "" is the process's namespace. The socket stays in that namespace.
 func DialNS(name string) (*Conn, error) {
 	if name == "" {
 		return Dial()
 	}
-	var c *Conn
-	err := netns.Do(name, func() error {
-		var err error
-		c, err = Dial()
-		return err
-	})
+	f, err := os.Open(netns.Path(name))
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag: network namespace %s: %w", name, err)
+	}
+	defer f.Close()
+	c, err := dial(&netlink.Config{NetNS: int(f.Fd())})
 	if err != nil {
 		return nil, fmt.Errorf("in netns %s: %w", name, err)
 	}
 	return c, nil
 }
 
+func dial(cfg *netlink.Config) (*Conn, error) {
+	c, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag socket: %w", err)
+	}
+	return &Conn{c: c}, nil
+}
+
 // Close closes the socket.
 func (c *Conn) Close() error { return c.c.Close() }
+
+// Dump is DialNS, TCP and Close in one, for callers that look once.
+func Dump(ns string, family uint8, states States) ([]Socket, error) {
+	c, err := DialNS(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.TCP(family, states)
+}
 
 // inet_diag constants (include/uapi/linux/inet_diag.h, sock_diag.h,
 // mptcp.h).
