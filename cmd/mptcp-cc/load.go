@@ -7,6 +7,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 func cmdLoad(args []string, out io.Writer) error {
@@ -72,10 +73,11 @@ func cmdList(args []string, out io.Writer) error {
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	loaded, err := cc.List(*root)
+	snap, err := stats.Pinned{Root: *root}.Read()
 	if err != nil {
 		return err
 	}
+	loaded := snap.Loaded
 	if *asJSON {
 		type entry struct {
 			Name        string  `json:"name"`
@@ -89,7 +91,7 @@ func cmdList(args []string, out io.Writer) error {
 		}
 		list := []entry{}
 		for _, l := range loaded {
-			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Subflows, l.Registered, l.PinDir})
+			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, snap.Count(l.Name), l.Registered, l.PinDir})
 		}
 		return cli.WriteJSON(out, list)
 	}
@@ -103,7 +105,7 @@ func cmdList(args []string, out io.Writer) error {
 		if !l.Registered {
 			state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
 		}
-		t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), l.Subflows, state)
+		t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), snap.Count(l.Name), state)
 	}
 	return t.Flush()
 }

@@ -20,10 +20,11 @@ func cmdSubflows(args []string, out io.Writer) error {
 		return err
 	}
 	for {
-		subs, err := stats.ReadAll(*root)
+		snap, err := stats.Pinned{Root: *root}.Read()
 		if err != nil {
 			return err
 		}
+		subs := snap.Subflows
 		if *asJSON {
 			if subs == nil {
 				subs = []stats.Subflow{}
@@ -59,17 +60,10 @@ func printSubflows(out io.Writer, subs []stats.Subflow) error {
 			token = fmt.Sprintf("%08x", s.Token)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s=%.3f\t\n",
-			token, s.SubflowID, s.CC, s.Local, s.Remote, s.CAState, s.Cwnd, ssthresh(s.Ssthresh),
+			token, s.SubflowID, s.CC, s.Local, s.Remote, s.CAState, s.Cwnd, stats.FormatSsthresh(s.Ssthresh),
 			ms(s.SRTT), ms(s.MinRTT), s.InFlight, s.Delivered, s.Lost, s.Retrans, s.CoupledName, s.Coupled)
 	}
 	return tw.Flush()
-}
-
-func ssthresh(v uint32) string {
-	if v >= 0x7fffffff {
-		return "inf"
-	}
-	return fmt.Sprint(v)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

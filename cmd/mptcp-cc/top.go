@@ -42,7 +42,8 @@ func cmdTop(args []string, out io.Writer) error {
 		return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
 	}
 	// Fail early with the map error (not root, nothing loaded ...).
-	if _, err := stats.ReadAll(*root); err != nil {
+	src := stats.Pinned{Root: *root}
+	if _, err := src.Read(); err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			return fmt.Errorf("reading the pinned maps under %s needs root (CAP_BPF and CAP_SYS_ADMIN): %w", *root, err)
 		}
@@ -74,10 +75,11 @@ func cmdTop(args []string, out io.Writer) error {
 	enc := json.NewEncoder(out)
 	first := true
 	for {
-		subs, err := stats.ReadAll(*root)
+		snap, err := src.Read()
 		if err != nil {
 			return err
 		}
+		subs := snap.Subflows
 		var st *events.State
 		if tracker != nil {
 			s := tracker.Snapshot()
@@ -216,7 +218,7 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 				state += ",backup"
 			}
 			fmt.Fprintf(tw, " %s sf %d\t\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n",
-				branch, s.SubflowID, s.Local, s.Remote, ids, state, s.Cwnd, ssthresh(s.Ssthresh), topMs(s.SRTT.Seconds()),
+				branch, s.SubflowID, s.Local, s.Remote, ids, state, s.Cwnd, stats.FormatSsthresh(s.Ssthresh), topMs(s.SRTT.Seconds()),
 				topRate(s.Rate), topLoss(s.LossRatio), s.Lost, s.Retrans, topCoupled("", s.Coupled), topAge(s.Established, f.Time))
 			rows++
 		}

@@ -111,11 +111,11 @@ func run(algoName string, lisa bool, dur time.Duration) (err error) {
 				float64(res.Delivered)*8/res.Duration.Seconds()/1e6, res.Intact)
 			return nil
 		case <-tick.C:
-			subs, err := stats.ReadAll("")
+			snap, err := stats.Pinned{}.Read()
 			if err != nil {
 				return err
 			}
-			show(subs, name)
+			show(snap.Subflows, name)
 		}
 	}
 }
@@ -127,12 +127,8 @@ func show(subs []stats.Subflow, name string) {
 		if s.CC != name {
 			continue
 		}
-		ss := fmt.Sprint(s.Ssthresh)
-		if s.Ssthresh >= 0x7fffffff {
-			ss = "inf"
-		}
 		fmt.Fprintf(tw, "\t%08x\t%d\t%s\t%d\t%s\t%.1fms\t%d\t%d\t%s=%.3f\t\n", s.Token, s.SubflowID, s.Local.Addr(),
-			s.Cwnd, ss, float64(s.SRTT)/1e6, s.Delivered, s.Retrans, s.CoupledName, s.Coupled)
+			s.Cwnd, stats.FormatSsthresh(s.Ssthresh), float64(s.SRTT)/1e6, s.Delivered, s.Retrans, s.CoupledName, s.Coupled)
 	}
 	tw.Flush()
 }

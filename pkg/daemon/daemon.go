@@ -23,6 +23,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 // PolicyEngine is what the daemon needs of pkg/policy; tests use a fake.
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 		return err
 	}
 
-	col := metrics.NewCollector(metrics.PinSource{Root: cfg.BPFFS}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: log})
+	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: log})
 	trackers := &events.Collector{}
 	inForce := &policyCollector{}
 	reg, err := metrics.NewRegistry(trackers, inForce)

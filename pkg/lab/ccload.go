@@ -14,13 +14,12 @@ import (
 
 // LoadedCC is one of our congestion controls loaded for a run.
 type LoadedCC struct {
-	Spec    string `json:"spec"` // as written in the scenario, e.g. olia+lisa
-	Name    string `json:"kernel_name"`
-	Algo    string `json:"algo"`
-	LISA    bool   `json:"lisa"`
-	Target  string `json:"rsf_target,omitempty"`
-	coupled string
-	m       *ebpf.Map
+	Spec   string `json:"spec"` // as written in the scenario, e.g. olia+lisa
+	Name   string `json:"kernel_name"`
+	Algo   string `json:"algo"`
+	LISA   bool   `json:"lisa"`
+	Target string `json:"rsf_target,omitempty"`
+	m      *ebpf.Map
 }
 
 // CCSet is the congestion controls a run loaded; Unload removes them.
@@ -61,7 +60,7 @@ func LoadCCs(id RunID, specs []CCSpec) (*CCSet, error) {
 			_ = s.Unload()
 			return nil, fmt.Errorf("loading %s as %s: %w", sp, name, err)
 		}
-		l := &LoadedCC{Spec: sp.String(), Name: name, Algo: sp.Algo, LISA: sp.LISA, coupled: a.Coupled}
+		l := &LoadedCC{Spec: sp.String(), Name: name, Algo: sp.Algo, LISA: sp.LISA}
 		if sp.Algo == "rsf" {
 			l.Target = p.RSFTarget.String()
 		}
@@ -91,17 +90,15 @@ func (s *CCSet) KernelName(spec CCSpec) string {
 // Loaded lists what was loaded.
 func (s *CCSet) Loaded() []*LoadedCC { return s.loaded }
 
-// readBPF returns every subflow in the maps of the loaded CCs.
-func (s *CCSet) readBPF() []stats.Subflow {
-	var out []stats.Subflow
+// readBPF returns every subflow in the maps of the loaded CCs, and an error
+// naming those that could not be read (the stats.Source policy).
+func (s *CCSet) readBPF() ([]stats.Subflow, error) {
+	src := make(stats.Maps, 0, len(s.loaded))
 	for _, l := range s.loaded {
-		if l.m == nil {
-			continue
-		}
-		subs, _ := stats.ReadMap(l.m, l.Name, l.Algo, l.coupled)
-		out = append(out, subs...)
+		src = append(src, stats.Map{CC: l.Name, Algo: l.Algo, Map: l.m})
 	}
-	return out
+	snap, err := src.Read()
+	return snap.Subflows, err
 }
 
 // Unload unregisters everything and removes the pins.

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
@@ -350,7 +353,7 @@ func (fi *flowInst) runIperf(ctx context.Context, t0 time.Time, interval, warmup
 
 // waitListening polls the server namespace until every port listens.
 func waitListening(ns string, ports []int, timeout time.Duration) error {
-	d, err := openDiag(ns)
+	d, err := sockdiag.DialNS(ns)
 	if err != nil {
 		return err
 	}
@@ -360,7 +363,7 @@ func waitListening(ns string, ports []int, timeout time.Duration) error {
 		want[uint16(p)] = true
 	}
 	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
-		socks, err := d.Listening()
+		socks, err := d.TCP(unix.AF_INET, sockdiag.Listening)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -22,7 +25,7 @@ type sampler struct {
 	bpf      bool
 	ccs      *CCSet
 	insts    []*flowInst
-	diag     map[string]*diagConn
+	diag     map[string]*sockdiag.Conn
 
 	samples []SubflowSample
 	goodput []GoodputSample
@@ -34,13 +37,13 @@ type sampler struct {
 
 func newSampler(t0 time.Time, rec Record, ccs *CCSet, insts []*flowInst) (*sampler, error) {
 	s := &sampler{t0: t0, interval: rec.Sample, kernel: rec.Kernel, bpf: rec.BPF && ccs != nil, ccs: ccs, insts: insts,
-		diag: map[string]*diagConn{}, errs: map[string]int{}, stopc: make(chan struct{}), done: make(chan struct{})}
+		diag: map[string]*sockdiag.Conn{}, errs: map[string]int{}, stopc: make(chan struct{}), done: make(chan struct{})}
 	if s.kernel {
 		for _, fi := range insts {
 			if s.diag[fi.ns] != nil {
 				continue
 			}
-			d, err := openDiag(fi.ns)
+			d, err := sockdiag.DialNS(fi.ns)
 			if err != nil {
 				s.close()
 				return nil, err
@@ -87,11 +90,15 @@ type sfKey struct{ local, remote netip.AddrPort }
 
 func (s *sampler) tick() {
 	t := time.Since(s.t0).Seconds()
-	socks := map[string][]TCPSock{}
+	socks := map[string][]sockdiag.Socket{}
 	var bpf map[sfKey]stats.Subflow
 	if s.bpf {
 		bpf = map[sfKey]stats.Subflow{}
-		for _, sf := range s.ccs.readBPF() {
+		subs, err := s.ccs.readBPF()
+		if err != nil {
+			s.errs[err.Error()]++
+		}
+		for _, sf := range subs {
 			bpf[sfKey{sf.Local, sf.Remote}] = sf
 		}
 	}
@@ -111,7 +118,7 @@ func (s *sampler) tick() {
 			list, ok := socks[fi.ns]
 			if !ok {
 				var err error
-				list, err = s.diag[fi.ns].Dump()
+				list, err = s.diag[fi.ns].TCP(unix.AF_INET, sockdiag.Connected)
 				if err != nil {
 					s.errs[err.Error()]++
 				}
@@ -127,8 +134,8 @@ func (s *sampler) tick() {
 
 // kernelRows adds the subflows of fi found in the namespace's socket list.
 // Called with fi.mu held.
-func (s *sampler) kernelRows(t float64, fi *flowInst, initial netip.AddrPort, list []TCPSock, bpf map[sfKey]stats.Subflow) {
-	var group []TCPSock
+func (s *sampler) kernelRows(t float64, fi *flowInst, initial netip.AddrPort, list []sockdiag.Socket, bpf map[sfKey]stats.Subflow) {
+	var group []sockdiag.Socket
 	for _, so := range list {
 		if so.Local == initial {
 			if fi.spec.MPTCP && so.MPTCP && so.Token != 0 {
@@ -159,7 +166,7 @@ func (s *sampler) kernelRows(t float64, fi *flowInst, initial netip.AddrPort, li
 		if in.Min_rtt == ^uint32(0) {
 			row.MinRTTMs = 0 // no sample yet
 		}
-		if row.Ssthresh >= 0x7fffffff {
+		if stats.SsthreshIsInfinite(row.Ssthresh) {
 			row.Ssthresh = 0 // infinite: still in the first slow start
 		}
 		fi.retrans[key] = uint64(in.Total_retrans)
@@ -185,7 +192,7 @@ func (s *sampler) bpfRows(t float64, fi *flowInst, initial netip.AddrPort, bpf m
 		}
 		key := k.local.String() + ">" + k.remote.String()
 		ss := b.Ssthresh
-		if ss >= 0x7fffffff {
+		if stats.SsthreshIsInfinite(ss) {
 			ss = 0
 		}
 		s.samples = append(s.samples, SubflowSample{T: t, Flow: fi.name, Subflow: fi.subIndex(key), Path: fi.hostPath[k.local.Addr()],

@@ -48,12 +48,12 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Collector is a prometheus.Collector over a Source. The same metrics are
+// Collector is a prometheus.Collector over a stats.Source. The same metrics are
 // also written straight to the text exposition format by WriteText, which
 // the /metrics handler uses: with thousands of subflows it is an order of
 // magnitude cheaper than building a prometheus.Metric per sample.
 type Collector struct {
-	src  Source
+	src  stats.Source
 	opts Options
 
 	mu      sync.Mutex // serialises scrapes: the maps are read once per scrape
@@ -63,7 +63,7 @@ type Collector struct {
 }
 
 // NewCollector returns a collector reading src at every scrape.
-func NewCollector(src Source, opts Options) *Collector {
+func NewCollector(src stats.Source, opts Options) *Collector {
 	if opts.MaxSubflows < 0 {
 		opts.MaxSubflows = 0
 	}
@@ -229,7 +229,7 @@ func (c *Collector) collect(out sink) {
 	add(famBuildInfo, 1, Version, runtime.Version(), revision)
 	add(famScrapeDuration, c.lastDur.Seconds())
 
-	snap, err := c.src.Snapshot()
+	snap, err := c.src.Read()
 	if err != nil {
 		c.opts.Logger.Warn("reading the BPF maps", "err", err)
 		add(famScrapeError, 1)
@@ -364,7 +364,7 @@ func quantity(s *stats.Subflow) string {
 }
 
 func ssthresh(v uint32) float64 {
-	if v >= 0x7fffffff {
+	if stats.SsthreshIsInfinite(v) {
 		return math.Inf(1)
 	}
 	return float64(v)

@@ -28,8 +28,8 @@ import (
 
 // synthetic builds conns MPTCP connections of perConn subflows each on one
 // loaded congestion control, plus plain TCP sockets.
-func synthetic(conns, perConn, plain int) Snapshot {
-	snap := Snapshot{Loaded: []cc.Loaded{
+func synthetic(conns, perConn, plain int) stats.Snapshot {
+	snap := stats.Snapshot{Loaded: []cc.Loaded{
 		{Name: "mptcp_olia", Algo: "olia", Registered: true, Params: cc.Params{LISA: true, RSFTarget: 10 * time.Millisecond}},
 		{Name: "mptcp_lia", Algo: "lia", Registered: true},
 	}}
@@ -95,7 +95,7 @@ type metricSample struct {
 }
 
 func TestCollectorSynthetic(t *testing.T) {
-	c := NewCollector(StaticSource(synthetic(3, 2, 1)), Options{MaxSubflows: 100, Logger: quiet()})
+	c := NewCollector(stats.Static(synthetic(3, 2, 1)), Options{MaxSubflows: 100, Logger: quiet()})
 	m := gather(t, c)
 
 	if got := len(m["mptcp_cc_subflow_cwnd_segments"]); got != 7 {
@@ -155,7 +155,7 @@ func TestCollectorSynthetic(t *testing.T) {
 
 func TestCollectorBound(t *testing.T) {
 	var logged strings.Builder
-	c := NewCollector(StaticSource(synthetic(3, 2, 0)), Options{MaxSubflows: 1, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	c := NewCollector(stats.Static(synthetic(3, 2, 0)), Options{MaxSubflows: 1, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	for range 3 {
 		m := gather(t, c)
 		if n := len(m["mptcp_cc_subflow_cwnd_segments"]); n != 1 {
@@ -181,7 +181,7 @@ func TestCollectorBound(t *testing.T) {
 		t.Errorf("warning logged %d times, want once:\n%s", n, logged.String())
 	}
 
-	c = NewCollector(StaticSource(synthetic(3, 2, 0)), Options{MaxSubflows: 0, Logger: quiet()})
+	c = NewCollector(stats.Static(synthetic(3, 2, 0)), Options{MaxSubflows: 0, Logger: quiet()})
 	m := gather(t, c)
 	if n := len(m["mptcp_cc_subflow_cwnd_segments"]); n != 0 {
 		t.Fatalf("max 0: %d cwnd series", n)
@@ -196,7 +196,7 @@ func TestCollectorBound(t *testing.T) {
 func TestCollectorDuplicate(t *testing.T) {
 	snap := synthetic(1, 2, 0)
 	snap.Subflows = append(snap.Subflows, snap.Subflows[0])
-	m := gather(t, NewCollector(StaticSource(snap), Options{MaxSubflows: 10, Logger: quiet()}))
+	m := gather(t, NewCollector(stats.Static(snap), Options{MaxSubflows: 10, Logger: quiet()}))
 	if n := len(m["mptcp_cc_subflow_cwnd_segments"]); n != 2 {
 		t.Fatalf("%d series, want 2", n)
 	}
@@ -204,7 +204,7 @@ func TestCollectorDuplicate(t *testing.T) {
 
 type failing struct{}
 
-func (failing) Snapshot() (Snapshot, error) { return Snapshot{}, errors.New("boom") }
+func (failing) Read() (stats.Snapshot, error) { return stats.Snapshot{}, errors.New("boom") }
 
 func TestCollectorSourceError(t *testing.T) {
 	m := gather(t, NewCollector(failing{}, Options{MaxSubflows: 10, Logger: quiet()}))
@@ -219,7 +219,7 @@ func TestLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(NewCollector(StaticSource(synthetic(2, 2, 1)), Options{MaxSubflows: 10, Logger: quiet()}), reg))
+	srv := httptest.NewServer(Handler(NewCollector(stats.Static(synthetic(2, 2, 1)), Options{MaxSubflows: 10, Logger: quiet()}), reg))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
@@ -235,7 +235,7 @@ func TestLint(t *testing.T) {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
 		}
 	}
-	problems, err = testutil.CollectAndLint(NewCollector(StaticSource(synthetic(1, 1, 0)), Options{MaxSubflows: 1, Logger: quiet()}))
+	problems, err = testutil.CollectAndLint(NewCollector(stats.Static(synthetic(1, 1, 0)), Options{MaxSubflows: 1, Logger: quiet()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func BenchmarkScrapeSynthetic(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := Handler(NewCollector(StaticSource(synthetic(1000, 2, 0)), Options{MaxSubflows: DefaultMaxSubflows, Logger: quiet()}), reg)
+	h := Handler(NewCollector(stats.Static(synthetic(1000, 2, 0)), Options{MaxSubflows: DefaultMaxSubflows, Logger: quiet()}), reg)
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -310,7 +310,7 @@ func BenchmarkScrapeSynthetic(b *testing.B) {
 // path (registry + promhttp), for comparison.
 func BenchmarkCollectSynthetic(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(StaticSource(synthetic(1000, 2, 0)), Options{MaxSubflows: DefaultMaxSubflows, Logger: quiet()}))
+	reg.MustRegister(NewCollector(stats.Static(synthetic(1000, 2, 0)), Options{MaxSubflows: DefaultMaxSubflows, Logger: quiet()}))
 	for b.Loop() {
 		mfs, err := reg.Gather()
 		if err != nil {
@@ -332,7 +332,7 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 		snap := synthetic(4, 2, 2)
 		snap.Subflows[1].Local = netip.MustParseAddrPort("[2001:db8::1]:443")
 		var text bytes.Buffer
-		if err := NewCollector(StaticSource(snap), Options{MaxSubflows: max, Logger: quiet()}).WriteText(&text); err != nil {
+		if err := NewCollector(stats.Static(snap), Options{MaxSubflows: max, Logger: quiet()}).WriteText(&text); err != nil {
 			t.Fatal(err)
 		}
 		parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -341,7 +341,7 @@ func TestWriteTextMatchesCollect(t *testing.T) {
 			t.Fatalf("max %d: the text does not parse: %v\n%s", max, err, text.String())
 		}
 		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(NewCollector(StaticSource(snap), Options{MaxSubflows: max, Logger: quiet()}))
+		reg.MustRegister(NewCollector(stats.Static(snap), Options{MaxSubflows: max, Logger: quiet()}))
 		fromReg, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)

@@ -7,9 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +17,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
@@ -32,7 +30,7 @@ func serve(t *testing.T, root string, max int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := metrics.NewCollector(metrics.PinSource{Root: root}, metrics.Options{MaxSubflows: max, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	col := metrics.NewCollector(stats.Pinned{Root: root}, metrics.Options{MaxSubflows: max, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv, err := metrics.Listen("127.0.0.1:0", false, metrics.Handler(col, reg))
 	if err != nil {
 		t.Fatal(err)
@@ -110,73 +108,45 @@ func valueOf(t *testing.T, m map[string][]series, family, cc string) float64 {
 	return s[0].value
 }
 
-// ssSubflow is the kernel's own view of one TCP socket (`ss -tin`).
-type ssSubflow struct {
+// kernelSubflow is the kernel's own view of one TCP socket (tcp_info, what
+// `ss -ti` shows).
+type kernelSubflow struct {
 	cwnd float64
 	srtt float64 // seconds
 }
 
-var (
-	ssCwnd = regexp.MustCompile(`\bcwnd:(\d+)`)
-	ssRTT  = regexp.MustCompile(`\brtt:([\d.]+)/`)
-)
-
-// kernelView runs `ss -tin` in the client namespace: local address -> state
-// of every established TCP socket (MPTCP subflows included) toward dport.
-func kernelView(t *testing.T, ns string, dport uint16) map[netip.AddrPort]ssSubflow {
+// kernelView lists, through sock_diag in the client namespace, every
+// established TCP socket (MPTCP subflows included) toward dport, by local
+// address.
+func kernelView(t *testing.T, ns string, dport uint16) map[netip.AddrPort]kernelSubflow {
 	t.Helper()
-	out, err := netns.Output(ns, "ss", "-tinH", "state", "established", fmt.Sprintf("dport = :%d", dport))
-	if err != nil {
-		t.Fatal(err)
-	}
-	view := map[netip.AddrPort]ssSubflow{}
-	var cur netip.AddrPort
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "\t") && len(f) >= 4 {
-			// Recv-Q Send-Q Local Peer (state filtered, so no state column)
-			// "10.0.1.1%p1:39315": a subflow bound to a device
-			local := f[2]
-			if i, j := strings.IndexByte(local, '%'), strings.LastIndexByte(local, ':'); i >= 0 && j > i {
-				local = local[:i] + local[j:]
-			}
-			cur = netip.AddrPort{}
-			if ap, err := netip.ParseAddrPort(local); err == nil {
-				cur = ap
-			}
-			continue
-		}
-		var s ssSubflow
-		if m := ssCwnd.FindStringSubmatch(line); m != nil {
-			s.cwnd, _ = strconv.ParseFloat(m[1], 64)
-		}
-		if m := ssRTT.FindStringSubmatch(line); m != nil {
-			ms, _ := strconv.ParseFloat(m[1], 64)
-			s.srtt = ms / 1e3
-		}
-		if cur.IsValid() {
-			view[cur] = s
+	view := map[netip.AddrPort]kernelSubflow{}
+	for _, s := range diagDump(t, ns) {
+		if s.State == sockdiag.Established && s.Remote.Port() == dport {
+			view[s.Local] = kernelSubflow{cwnd: float64(s.Info.Snd_cwnd), srtt: float64(s.Info.Rtt) / 1e6}
 		}
 	}
 	return view
 }
 
-var ssToken = regexp.MustCompile(`\btoken:([0-9a-f]+)`)
-
-// mptcpTokens lists the tokens of the MPTCP sockets in a namespace (`ss -Mni`).
-func mptcpTokens(t *testing.T, ns string) map[string]bool {
+func diagDump(t *testing.T, ns string) []sockdiag.Socket {
 	t.Helper()
-	out, err := netns.Output(ns, "ss", "-MniH")
+	list, err := sockdiag.Dump(ns, 0, sockdiag.Connected)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return list
+}
+
+// mptcpTokens lists the local tokens of the MPTCP connections in a
+// namespace, as their subflows report them through sock_diag.
+func mptcpTokens(t *testing.T, ns string) map[string]bool {
+	t.Helper()
 	tokens := map[string]bool{}
-	for _, m := range ssToken.FindAllStringSubmatch(out, -1) {
-		v, _ := strconv.ParseUint(m[1], 16, 32)
-		tokens[fmt.Sprintf("%08x", v)] = true
+	for _, s := range diagDump(t, ns) {
+		if s.MPTCP && s.Token != 0 {
+			tokens[fmt.Sprintf("%08x", s.Token)] = true
+		}
 	}
 	return tokens
 }
@@ -186,7 +156,7 @@ func within(v, lo, hi, rel, abs float64) bool {
 }
 
 // During a two-path MPTCP transfer, both subflows of the connection are
-// exported with cwnd and srtt that agree with the kernel's own view (ss),
+// exported with cwnd and srtt that agree with the kernel's own view (tcp_info),
 // the aggregates count them, the bound cuts the per-subflow series and
 // says so, and once the connection closes its series are gone.
 func TestMetricsLiveTransfer(t *testing.T) {
@@ -235,8 +205,8 @@ func TestMetricsLiveTransfer(t *testing.T) {
 	}
 	time.Sleep(time.Second) // past slow start
 
-	// cwnd and srtt against ss, sampled between two scrapes. cwnd moves
-	// with every ACK, so a sample agrees if ss falls within the two scrapes'
+	// cwnd and srtt against tcp_info, sampled between two scrapes. cwnd moves
+	// with every ACK, so a sample agrees if the kernel's falls within the two scrapes'
 	// range widened by 30% (and 2 segments / 1 ms); most samples must.
 	agreed, attempts := 0, 5
 	var token string
@@ -267,15 +237,14 @@ func TestMetricsLiveTransfer(t *testing.T) {
 			ids[s.labels["subflow"]] = true
 			k, ok2 := view[local]
 			if !ok2 {
-				raw, _ := netns.Output(n.Client, "ss", "-tinH")
-				t.Fatalf("ss does not list the subflow %s: %+v\n%s", local, view, raw)
+				t.Fatalf("sock_diag does not list the subflow %s: %+v\n%+v", local, view, diagDump(t, n.Client))
 			}
 			c2 := find(cw2, s.labels)
 			r1, r2 := find(rt1, s.labels), find(rt2, s.labels)
 			lo, hi := min(s.value, c2), max(s.value, c2)
 			rlo, rhi := min(r1, r2), max(r1, r2)
 			good := within(k.cwnd, lo, hi, 0.3, 2) && within(k.srtt, rlo, rhi, 0.3, 0.001)
-			t.Logf("attempt %d subflow %d (%s): cwnd metrics %v..%v ss %v; srtt metrics %.2f..%.2f ms ss %.2f ms: %v",
+			t.Logf("attempt %d subflow %d (%s): cwnd metrics %v..%v kernel %v; srtt metrics %.2f..%.2f ms kernel %.2f ms: %v",
 				a, i, local, lo, hi, k.cwnd, rlo*1e3, rhi*1e3, k.srtt*1e3, good)
 			ok = ok && good
 		}
@@ -288,7 +257,7 @@ func TestMetricsLiveTransfer(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	if agreed < 3 {
-		t.Errorf("metrics agreed with ss in %d of %d samples, want at least 3", agreed, attempts)
+		t.Errorf("metrics agreed with the kernel in %d of %d samples, want at least 3", agreed, attempts)
 	}
 	if tokens := mptcpTokens(t, n.Client); len(tokens) > 0 && !tokens[token] {
 		t.Errorf("token label %s is not among the client's MPTCP tokens %v", token, tokens)

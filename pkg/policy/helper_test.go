@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +23,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -343,69 +342,22 @@ func (e *env) connCC(t *testing.T, local netip.AddrPort, want int, wait time.Dur
 	}
 }
 
-// ssCC returns the congestion control of every TCP socket (MPTCP subflows
-// included) in a namespace, by local and remote address, as ss shows it.
-func ssCC(t *testing.T, ns string) map[[2]netip.AddrPort]string {
+// kernelCC returns the congestion control of every TCP socket (MPTCP
+// subflows included) in a namespace, by local and remote address, as
+// sock_diag reports it (INET_DIAG_CONG): the states `ss -t` lists.
+func kernelCC(t *testing.T, ns string) map[[2]netip.AddrPort]string {
 	t.Helper()
-	out, err := netns.Output(ns, "ss", "-tinH")
+	list, err := sockdiag.Dump(ns, 0, sockdiag.Connected|sockdiag.StateSet(sockdiag.SynSent))
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]bool{}
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control"); err == nil {
-		for _, n := range strings.Fields(string(b)) {
-			known[n] = true
-		}
-	}
 	res := map[[2]netip.AddrPort]string{}
-	var cur [2]netip.AddrPort
-	have := false
-	for _, line := range strings.Split(out, "\n") {
-		if line == "" {
-			continue
-		}
-		if line[0] != ' ' && line[0] != '\t' {
-			f := strings.Fields(line)
-			have = false
-			if len(f) >= 5 {
-				l, err1 := parseSSAddr(f[3])
-				r, err2 := parseSSAddr(f[4])
-				if err1 == nil && err2 == nil {
-					cur, have = [2]netip.AddrPort{l, r}, true
-				}
-			}
-			continue
-		}
-		if !have {
-			continue
-		}
-		for _, w := range strings.Fields(line) {
-			if known[w] {
-				res[cur] = w
-				break
-			}
+	for _, s := range list {
+		if s.CC != "" {
+			res[[2]netip.AddrPort{s.Local, s.Remote}] = s.CC
 		}
 	}
 	return res
-}
-
-func parseSSAddr(s string) (netip.AddrPort, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	if i := strings.IndexByte(host, '%'); i >= 0 {
-		host = host[:i]
-	}
-	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	return netip.AddrPortFrom(a.Unmap(), uint16(p)), nil
 }
 
 // defaultCC is the namespace's default congestion control.
@@ -419,11 +371,11 @@ func defaultCC(t *testing.T, ns string) string {
 }
 
 // sockCCs returns the CC of every socket in ns whose local or remote end is
-// the given address, as ss shows it.
+// the given address, as sock_diag reports it.
 func sockCCs(t *testing.T, ns string, match func(local, remote netip.AddrPort) bool) []string {
 	t.Helper()
 	var out []string
-	for k, cc := range ssCC(t, ns) {
+	for k, cc := range kernelCC(t, ns) {
 		if match(k[0], k[1]) {
 			out = append(out, cc)
 		}

@@ -61,9 +61,9 @@ func TestPolicyClientCgroup(t *testing.T) {
 		return l == subs[0].Local || l == subs[1].Local
 	})
 	if len(seen) != 2 || seen[0] != name || seen[1] != name {
-		t.Errorf("ss shows the subflows of the cgroup's connection under %v, want %s twice", seen, name)
+		t.Errorf("sock_diag shows the subflows of the cgroup's connection under %v, want %s twice", seen, name)
 	}
-	// The outside connection: in no loaded CC's map, default per ss.
+	// The outside connection: in no loaded CC's map, default per sock_diag.
 	if got, subs := e.connCC(t, outside.Local(), 1, 0); got != "" {
 		t.Errorf("connection from outside the cgroup runs %s (%+v), want the default", got, subs)
 	}
@@ -71,7 +71,7 @@ func TestPolicyClientCgroup(t *testing.T) {
 		return l.Port() == outside.Local().Port()
 	})
 	if len(outsideCCs) != 1 || outsideCCs[0] != def {
-		t.Errorf("ss shows the outside connection's initial subflow under %v, want [%s]", outsideCCs, def)
+		t.Errorf("sock_diag shows the outside connection's initial subflow under %v, want [%s]", outsideCCs, def)
 	}
 
 	for _, r := range h.next().Results {
@@ -115,7 +115,7 @@ func TestPolicyClientCgroup(t *testing.T) {
 	}
 	for _, c := range sockCCs(t, e.net.Client, func(l, _ netip.AddrPort) bool { return l.Port() == after.Port() }) {
 		if c != def {
-			t.Errorf("after detach, ss shows %s, want %s", c, def)
+			t.Errorf("after detach, sock_diag shows %s, want %s", c, def)
 		}
 	}
 	for _, r := range h2.next().Results {
@@ -155,14 +155,14 @@ func TestPolicyServerCgroup(t *testing.T) {
 	// remote the client's initial subflow.
 	var srvLocal netip.AddrPort
 	for deadline := time.Now().Add(2 * time.Second); !srvLocal.IsValid() && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for k := range ssCC(t, e.net.Server) {
+		for k := range kernelCC(t, e.net.Server) {
 			if k[1] == c.Local() {
 				srvLocal = k[0]
 			}
 		}
 	}
 	if !srvLocal.IsValid() {
-		t.Fatal("the server's subflow of the connection does not show in ss")
+		t.Fatal("the server's subflow of the connection does not show in sock_diag")
 	}
 	got, subs := e.connCC(t, srvLocal, 2, 3*time.Second)
 	if got != name || len(subs) != 2 {
@@ -261,7 +261,7 @@ func TestPolicyRules(t *testing.T) {
 	locals := h.next().Locals
 	time.Sleep(300 * time.Millisecond)
 	def := defaultCC(t, e.net.Client)
-	ss := ssCC(t, e.net.Client)
+	socks := kernelCC(t, e.net.Client)
 	for i, c := range cases {
 		local := netip.MustParseAddrPort(locals[i])
 		wait := time.Second
@@ -273,9 +273,9 @@ func TestPolicyRules(t *testing.T) {
 			t.Errorf("%s (%s -> %s): runs %q, want %q", c.what, local, c.conn.Remote, got, c.want)
 		}
 		if c.want == "" {
-			for k, cc := range ss {
+			for k, cc := range socks {
 				if k[0] == local && cc != def {
-					t.Errorf("%s: ss shows %s, want the default %s", c.what, cc, def)
+					t.Errorf("%s: sock_diag shows %s, want the default %s", c.what, cc, def)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -100,6 +101,22 @@ type Subflow struct {
 	UpdatedNs uint64 `json:"updated_monotonic_ns"`
 }
 
+// InfiniteSsthresh is the kernel's TCP_INFINITE_SSTHRESH: a subflow still
+// in its first slow start has no threshold yet.
+const InfiniteSsthresh = 0x7fffffff
+
+// SsthreshIsInfinite reports whether a slow-start threshold (from the map or
+// from tcp_info) is the kernel's "none yet".
+func SsthreshIsInfinite(v uint32) bool { return v >= InfiniteSsthresh }
+
+// FormatSsthresh is how tables show a threshold: "inf" when infinite.
+func FormatSsthresh(v uint32) string {
+	if SsthreshIsInfinite(v) {
+		return "inf"
+	}
+	return strconv.FormatUint(uint64(v), 10)
+}
+
 var caStates = []string{"open", "disorder", "cwr", "recovery", "loss"}
 
 // Decode converts a raw map value. algo and coupledName name the algorithm
@@ -134,8 +151,9 @@ func (r Raw) Decode(cc, algo, coupledName string) Subflow {
 	return s
 }
 
-// ReadMap returns every subflow in one subflows map.
-func ReadMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
+// readMap returns every subflow in one subflows map. It is the only place
+// that iterates the map: everything else reads through a Source.
+func readMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	var (
 		key uint64
 		raw Raw
@@ -151,6 +169,10 @@ func ReadMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	return out, nil
 }
 
+func sortLoaded(l []cc.Loaded) {
+	sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
+}
+
 // Sort orders subflows by connection token, then kernel subflow id, so
 // tables stay stable from one refresh to the next.
 func Sort(s []Subflow) {
@@ -163,32 +185,4 @@ func Sort(s []Subflow) {
 		}
 		return s[i].ID < s[j].ID
 	})
-}
-
-// ReadAll returns the subflows of every congestion control loaded under
-// root, sorted with Sort.
-func ReadAll(root string) ([]Subflow, error) {
-	loaded, err := cc.List(root)
-	if err != nil {
-		return nil, err
-	}
-	var all []Subflow
-	for _, l := range loaded {
-		m, err := cc.OpenSubflows(root, l.Name)
-		if err != nil {
-			return nil, err
-		}
-		coupled := ""
-		if a, err := cc.Lookup(l.Algo); err == nil {
-			coupled = a.Coupled
-		}
-		s, err := ReadMap(m, l.Name, l.Algo, coupled)
-		m.Close()
-		if err != nil {
-			return nil, fmt.Errorf("reading subflows of %s: %w", l.Name, err)
-		}
-		all = append(all, s...)
-	}
-	Sort(all)
-	return all, nil
 }
