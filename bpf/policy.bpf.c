@@ -134,7 +134,7 @@ static __always_inline bool running(__u8 state)
 /*
  * The congestion control of an established sibling subflow, copied into
  * name; false when the subflow is alone. The walk reads the connection
- * through read-only casts, without the MPTCP socket's lock (as coupled.h):
+ * through read-only casts, without the MPTCP socket's lock (as cc_conn.h):
  * a list changing under us can only end the walk early.
  */
 static __always_inline bool sibling_cc(struct mptcp_sock *msk, const struct tcp_sock *self,
