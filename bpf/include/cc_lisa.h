@@ -49,10 +49,10 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 			break;
 		if (!ssk)
 			continue;
-		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		/* mpcc_priv.id, the first word: the donor's subflows map key */
 		if (bpf_probe_read_kernel(&sid, sizeof(sid), sicsk->icsk_ca_priv))
 			continue;
+		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		if (sid && stp->snd_cwnd > donor_cwnd) {
 			donor_cwnd = stp->snd_cwnd;
 			donor_ssthresh = stp->snd_ssthresh;
