@@ -4,8 +4,9 @@
  * A joining subflow takes half of the window of the established sibling
  * with the largest window, instead of an independent slow start, so a join
  * adds no window to the connection; the donor gives the share up on its
- * next ACK. Included by cc_skel.h: mpcc_lisa_join from init,
- * mpcc_lisa_repay from the map update that every callback ends with.
+ * next ACK. Included by cc_obs.h and cc_skel.h: mpcc_lisa_join runs from
+ * init, mpcc_lisa_repay from the record update (mpcc_update) that the
+ * callbacks end with.
  *
  * The share goes through the donor's subflows map entry (lisa_debt) because
  * the joiner cannot write the donor's socket: siblings are read-only.

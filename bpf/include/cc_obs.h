@@ -2,12 +2,9 @@
 /*
  * cc_obs.h: what user space sees of a congestion control at work: each
  * subflow's record in the subflows map (who it is, filled once at init; its
- * window and counters, refreshed at the end of every callback) and, while
- * params.trace is set, every decision with its inputs in the trace ring
- * buffer. Included by cc_skel.h.
- *
- * The record is refreshed by the subflow itself, never by a sibling, so a
- * reader sees each subflow as of its own last callback.
+ * window and counters, refreshed as init, cong_avoid, ssthresh and set_state
+ * end) and, while params.trace is set, every decision with its inputs in the
+ * trace ring buffer. Included by cc_skel.h.
  */
 #pragma once
 

@@ -9,11 +9,12 @@
  *   algo_ssthresh(c, o)  o->ssthresh: the window after a loss, in packets
  *                        (MPCC_RENO_SSTHRESH() when that is Reno's half);
  *
- * both also setting o->coupled, the algorithm's coupled quantity, and ends
- * with MPCC_STRUCT_OPS(). The hooks see only the connection snapshot
- * (cc_conn.h) and answer in fixed point (cc_fixed.h); everything else a
- * callback does (slow start, the accumulator, the guard, the map and the
- * trace) is the same for all of them, and is here.
+ * either of them setting o->coupled, the algorithm's coupled quantity
+ * (algo_ssthresh finds the last one there), and ends with MPCC_STRUCT_OPS().
+ * The hooks see only the connection snapshot (cc_conn.h) and answer in
+ * fixed point (cc_fixed.h); everything else a callback does (slow start,
+ * the accumulator, the guard, the map and the trace) is the same for every
+ * algorithm, and is done here or in the headers included below.
  */
 #pragma once
 
@@ -24,7 +25,6 @@
 #include <bpf/bpf_tracing.h>
 
 #include "cc_types.h"
-#include "mptcp.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -32,7 +32,7 @@ char _license[] SEC("license") = "GPL";
 #error "define MPCC_ALGO (enum mpcc_algo) before including cc_skel.h"
 #endif
 
-/* One object per algorithm: the maps below are this algorithm's own. */
+/* Each algorithm is its own object, so each loaded CC has its own maps. */
 #include "cc_maps.h"
 #include "cc_priv.h"
 #include "cc_conn.h"
