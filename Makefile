@@ -16,8 +16,9 @@ GO_TOOLCHAIN := go1.26.8
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd \
 	ethtool iputils-ping curl unzip ca-certificates
 
-BPF_SRC  := $(wildcard bpf/*.bpf.c bpf/*.h)
 VMLINUX  := bpf/include/vmlinux.h
+# Every BPF source and header: an edit to any of them regenerates the objects.
+BPF_SRC  := $(filter-out $(VMLINUX),$(wildcard bpf/*.bpf.c bpf/*/*.bpf.c bpf/*/*.h))
 # Every package with BPF objects has a gen.go with its go:generate lines.
 GEN_FILES := $(shell find pkg -name gen.go)
 GEN_STAMP := .generated
@@ -81,7 +82,7 @@ demo: deps build
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin $(VMLINUX) $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
+	rm -rf bin $(VMLINUX) $(VMLINUX).tmp $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
 
 # The seed papers' experiments (docs/results/*.md): every scenario file of an
 # experiment runs under the network lock on its own, so other users of the

@@ -134,7 +134,7 @@ static __always_inline bool running(__u8 state)
 /*
  * The congestion control of an established sibling subflow, copied into
  * name; false when the subflow is alone. The walk reads the connection
- * through read-only casts, without the MPTCP socket's lock (as coupled.h):
+ * through read-only casts, without the MPTCP socket's lock (as cc_conn.h):
  * a list changing under us can only end the walk early.
  */
 static __always_inline bool sibling_cc(struct mptcp_sock *msk, const struct tcp_sock *self,
@@ -237,21 +237,14 @@ int mptcp_cc_policy(struct bpf_sock_ops *skops)
 		return 1;
 
 	msk = bpf_skc_to_mptcp_sock(bsk);
-	if (msk) {
+	if (msk)
 		st->mptcp++;
-		if (sibling_cc(msk, tp, want)) {
-			st->followed++;
-		} else {
-			r = match(skops, POLICY_KIND_MPTCP, passive);
-			if (!r)
-				return 1;
-			__builtin_memcpy(want, r->cc, CC_NAME_MAX);
-			want[CC_NAME_MAX - 1] = 0;
-			st->matched++;
-		}
-	} else {
+	else
 		st->tcp++;
-		r = match(skops, POLICY_KIND_TCP, passive);
+	if (msk && sibling_cc(msk, tp, want)) {
+		st->followed++;
+	} else {
+		r = match(skops, msk ? POLICY_KIND_MPTCP : POLICY_KIND_TCP, passive);
 		if (!r)
 			return 1;
 		__builtin_memcpy(want, r->cc, CC_NAME_MAX);

@@ -21,7 +21,7 @@ import (
 // Algorithm is one coupled congestion control this project ships.
 type Algorithm struct {
 	Name    string // as given to --algo
-	ID      uint32 // enum mpcc_algo in bpf/mpcc_types.h
+	ID      uint32 // enum mpcc_algo in bpf/include/cc_types.h
 	Summary string
 	Coupled string // what the exported coupled quantity is
 	spec    func() (*ebpf.CollectionSpec, error)

@@ -1,8 +1,8 @@
 package cc
 
-// One object per algorithm, each built from its own file in bpf/. The
+// One object per algorithm, each built from its own file in bpf/cc/. The
 // compiler comes from $BPF2GO_CC (the Makefile sets clang-19).
-//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include -I../../bpf" -target bpfel -no-global-types lia ../../bpf/lia.bpf.c
-//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include -I../../bpf" -target bpfel -no-global-types olia ../../bpf/olia.bpf.c
-//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include -I../../bpf" -target bpfel -no-global-types balia ../../bpf/balia.bpf.c
-//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include -I../../bpf" -target bpfel -no-global-types rsf ../../bpf/rsf.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types lia ../../bpf/cc/lia.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types olia ../../bpf/cc/olia.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types balia ../../bpf/cc/balia.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types rsf ../../bpf/cc/rsf.bpf.c

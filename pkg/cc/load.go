@@ -15,7 +15,7 @@ import (
 )
 
 // Params are the load-time parameters every algorithm accepts. They mirror
-// struct mpcc_params in bpf/mpcc_types.h.
+// struct mpcc_params in bpf/include/cc_types.h.
 type Params struct {
 	LISA      bool          // LISA linked slow start for joining subflows
 	RSFTarget time.Duration // RSF's target queueing delay d (only RSF reads it)

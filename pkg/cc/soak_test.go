@@ -18,7 +18,7 @@ const maxPlausibleWindow = 1 << 20
 // TestSoakWindowGuard runs long, lossy transfers (4 MPTCP connections of 2
 // subflows, 3% loss, 20 ms RTT; thousands of losses) and checks that no
 // decision the BPF program took saw an implausible window. Without the
-// guard in bpf/coupled.h this failed in each of four 150 s LIA runs on Linux
+// guard (bpf/include/cc_guard.h) this failed in each of four 150 s LIA runs on Linux
 // 6.18 (the kernel stored ssthresh values like 667,073,280 after about 1 in
 // 4,000 losses; see docs/algorithms.md, "The window guard"). Too long and
 // too rare an event for CI: `make soak` runs it.

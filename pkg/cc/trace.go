@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 )
 
-// Trace event kinds (MPCC_TRACE_* in bpf/mpcc_types.h).
+// Trace event kinds (MPCC_TRACE_* in bpf/include/cc_types.h).
 const (
 	TraceAvoid = 1 // a congestion-avoidance step
 	TraceLoss  = 2 // the window chosen after a loss
@@ -87,7 +87,7 @@ func (t *TraceReader) loop() {
 		// The size check is what keeps this mirror honest: the event type
 		// never reaches the object's BTF (only a local pointer uses it).
 		if len(rec.RawSample) != binary.Size(e) {
-			t.setErr(fmt.Errorf("trace event of %d bytes, the Go mirror has %d: bpf/mpcc_types.h and pkg/cc/trace.go disagree", len(rec.RawSample), binary.Size(e)))
+			t.setErr(fmt.Errorf("trace event of %d bytes, the Go mirror has %d: bpf/include/cc_types.h and pkg/cc/trace.go disagree", len(rec.RawSample), binary.Size(e)))
 			return
 		}
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &e); err != nil {

@@ -1,6 +1,6 @@
 package model
 
-// LIA mirrors bpf/lia.bpf.c.
+// LIA mirrors bpf/cc/lia.bpf.c.
 type LIA struct{}
 
 func (LIA) Name() string { return "lia" }
@@ -22,7 +22,7 @@ func (LIA) Increase(c Conn) Out {
 
 func (LIA) Ssthresh(c Conn) Out { return Out{Ssthresh: renoSsthresh(c)} }
 
-// OLIA mirrors bpf/olia.bpf.c.
+// OLIA mirrors bpf/cc/olia.bpf.c.
 type OLIA struct{}
 
 func (OLIA) Name() string { return "olia" }
@@ -91,7 +91,7 @@ func (OLIA) Increase(c Conn) Out {
 
 func (OLIA) Ssthresh(c Conn) Out { return Out{Ssthresh: renoSsthresh(c)} }
 
-// BALIA mirrors bpf/balia.bpf.c.
+// BALIA mirrors bpf/cc/balia.bpf.c.
 type BALIA struct{}
 
 func (BALIA) Name() string { return "balia" }
@@ -130,7 +130,7 @@ func (BALIA) Ssthresh(c Conn) Out {
 	return Out{Ssthresh: ss, Coupled: baliaA(s[0], sm)}
 }
 
-// RSF mirrors bpf/rsf.bpf.c.
+// RSF mirrors bpf/cc/rsf.bpf.c.
 type RSF struct{}
 
 func (RSF) Name() string { return "rsf" }

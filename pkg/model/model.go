@@ -1,9 +1,9 @@
-// Package model is the Go reference of every congestion control in bpf/: the
+// Package model is the Go reference of every congestion control in bpf/cc/: the
 // same integer arithmetic, step for step, so that a decision the BPF program
 // recorded can be replayed here and must come out bit-identical (the
 // differential tests in pkg/cc do that on real connections).
 //
-// Fixed-point scales (defined in bpf/mpcc_types.h, explained in
+// Fixed-point scales (defined in bpf/include/cc_fixed.h, explained in
 // docs/algorithms.md):
 //
 //	rate   x = min(cwnd, 2^20) << 27 / srtt_us
@@ -16,7 +16,7 @@ package model
 
 import "fmt"
 
-// Fixed-point constants, as in bpf/mpcc_types.h.
+// Fixed-point constants, as in bpf/include/cc_fixed.h.
 const (
 	One        = int64(1) << 32
 	ShareShift = 16
@@ -182,7 +182,7 @@ func AvoidStep(a Algorithm, st Subflow, acked uint32, conn Conn) (Subflow, Out, 
 			cwnd = int64(st.Clamp)
 		}
 		st.Cwnd = uint32(cwnd)
-		// A coupled decrease stays in congestion avoidance (see coupled.h).
+		// A coupled decrease stays in congestion avoidance (see mpcc_cong_avoid in bpf/include/cc_skel.h).
 		if delta < 0 && st.Ssthresh > st.Cwnd {
 			st.Ssthresh = st.Cwnd
 		}

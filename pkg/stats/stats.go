@@ -1,5 +1,5 @@
 // Package stats turns the per-subflow BPF map (struct mpcc_subflow in
-// bpf/mpcc_types.h) into typed records, one per live subflow.
+// bpf/include/cc_types.h) into typed records, one per live subflow.
 package stats
 
 import (

@@ -6,7 +6,7 @@
  * Per ACK on path r:  w_r += (x_r / rtt_r) / (sum_k x_k)^2 * (1 + a_r)/2 * (4 + a_r)/5
  * On loss:            w_r -= (w_r / 2) * min(a_r, 1.5)
  *
- * With s_r = x_r / sum x and m = max_k x_k / sum x (both shares, coupled.h),
+ * With s_r = x_r / sum x and m = max_k x_k / sum x (both shares, cc_fixed.h),
  * (x_r/rtt_r)/(sum x)^2 = s_r^2 / w_r and a_r = m / s_r, so the increase is
  *   (4 s_r^2 + 5 s_r m + m^2) / (10 w_r)
  * in which every term is bounded by 1: no overflow, however small x_r is.
@@ -14,7 +14,7 @@
  * Coupled quantity exported: a_r (Q32).
  */
 #define MPCC_ALGO MPCC_BALIA
-#include "coupled.h"
+#include "cc_skel.h"
 
 #define BALIA_A_CAP (3U << 15) /* 1.5 in Q16 */
 
@@ -57,13 +57,4 @@ __noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o)
 	return 0;
 }
 
-SEC(".struct_ops.link")
-struct tcp_congestion_ops balia = {
-	.init = (void *)mpcc_init,
-	.release = (void *)mpcc_release,
-	.ssthresh = (void *)mpcc_ssthresh,
-	.cong_avoid = (void *)mpcc_cong_avoid,
-	.set_state = (void *)mpcc_set_state,
-	.undo_cwnd = (void *)mpcc_undo_cwnd,
-	.name = "mptcp_balia",
-};
+MPCC_STRUCT_OPS(balia, "mptcp_balia");

@@ -2,7 +2,9 @@
 /*
  * mptcp.h: reaching an MPTCP connection from one of its subflows, walking
  * its subflows read-only, and naming a subflow by its addresses. Shared by
- * every program that needs it (coupled.h, policy.bpf.c, setcc.bpf.c).
+ * every program that needs it (the congestion controls through cc_conn.h,
+ * policy.bpf.c, setcc.bpf.c); nothing in it is about congestion control, so
+ * a scheduler can walk its subflows with it too.
  *
  * Upstream gives programs outside the MPTCP scheduler hook no trusted way
  * to the parent socket, but the subflow context (icsk_ulp_data) and its
@@ -11,6 +13,11 @@
  * and can only yield a stale or skipped sibling.
  */
 #pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
 
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 

@@ -4,13 +4,13 @@
  *
  * Per ACK on subflow i:  w_i += min(alpha / w_total, 1 / w_i)
  *   alpha = w_total * max_k(w_k / rtt_k^2) / (sum_k w_k / rtt_k)^2
- * so alpha / w_total = max_k s_k^2 / w_k with s_k the rate share (coupled.h).
+ * so alpha / w_total = max_k s_k^2 / w_k with s_k the rate share (cc_fixed.h).
  * On loss: halve, as Reno.
  *
  * Coupled quantity exported: alpha (Q32).
  */
 #define MPCC_ALGO MPCC_LIA
-#include "coupled.h"
+#include "cc_skel.h"
 
 __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)
 {
@@ -32,21 +32,6 @@ __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)
 	return 0;
 }
 
-__noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o)
-{
-	if (!c || !o)
-		return 0;
-	o->ssthresh = reno_ssthresh(c);
-	return 0;
-}
+MPCC_RENO_SSTHRESH()
 
-SEC(".struct_ops.link")
-struct tcp_congestion_ops lia = {
-	.init = (void *)mpcc_init,
-	.release = (void *)mpcc_release,
-	.ssthresh = (void *)mpcc_ssthresh,
-	.cong_avoid = (void *)mpcc_cong_avoid,
-	.set_state = (void *)mpcc_set_state,
-	.undo_cwnd = (void *)mpcc_undo_cwnd,
-	.name = "mptcp_lia",
-};
+MPCC_STRUCT_OPS(lia, "mptcp_lia");

@@ -3,7 +3,7 @@
  * OLIA, the Opportunistic Linked Increases Algorithm (Khalili et al., seed 003).
  *
  * Per ACK on path r:  w_r += (w_r / rtt_r^2) / (sum_p w_p / rtt_p)^2 + alpha_r / w_r
- *                          = (s_r^2 + alpha_r) / w_r       (s_r: rate share, coupled.h)
+ *                          = (s_r^2 + alpha_r) / w_r       (s_r: rate share, cc_fixed.h)
  *   l_r = max(bytes between the last two losses, bytes since the last loss)
  *   B   = paths with the largest l_r / rtt_r^2     ("best" paths)
  *   M   = paths with the largest window
@@ -15,7 +15,7 @@
  * Coupled quantity exported: alpha_r (Q32, signed).
  */
 #define MPCC_ALGO MPCC_OLIA
-#include "coupled.h"
+#include "cc_skel.h"
 
 /* l_r / rtt_r^2 on a common scale (2^42 bytes/us^2), for comparisons only.
  * Two divisions keep it in 64 bits for l up to 2^40 bytes. */
@@ -73,21 +73,6 @@ __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)
 	return 0;
 }
 
-__noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o)
-{
-	if (!c || !o)
-		return 0;
-	o->ssthresh = reno_ssthresh(c);
-	return 0;
-}
+MPCC_RENO_SSTHRESH()
 
-SEC(".struct_ops.link")
-struct tcp_congestion_ops olia = {
-	.init = (void *)mpcc_init,
-	.release = (void *)mpcc_release,
-	.ssthresh = (void *)mpcc_ssthresh,
-	.cong_avoid = (void *)mpcc_cong_avoid,
-	.set_state = (void *)mpcc_set_state,
-	.undo_cwnd = (void *)mpcc_undo_cwnd,
-	.name = "mptcp_olia",
-};
+MPCC_STRUCT_OPS(olia, "mptcp_olia");

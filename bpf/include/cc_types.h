@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Types shared between the BPF programs and user space. pkg/stats and
- * pkg/model mirror them field for field; their tests check the sizes against
- * the BTF of the compiled objects, so a change here that is not made there
- * fails the build's tests instead of silently misreading maps.
+ * cc_types.h: what the congestion controls share with user space: the
+ * algorithm ids, the params map's value, the subflows map's record, the
+ * connection snapshot the algorithms decide from and the trace event that
+ * carries it. Included through cc_skel.h by every bpf/cc/ file; a scheduler
+ * keeps its own types beside it, so nothing here is meant for bpf/sched/.
+ *
+ * pkg/stats, pkg/model and pkg/cc/trace.go mirror these field for field;
+ * their tests check the sizes against the BTF of the compiled objects, so a
+ * change here that is not made there fails the tests instead of silently
+ * misreading maps. The fixed-point scales of the Q16/Q32 fields are in
+ * cc_fixed.h.
  */
 #pragma once
 
@@ -15,11 +22,6 @@ enum mpcc_algo {
 	MPCC_RSF = 4,
 };
 
-#define MPCC_ONE (1LL << 32)       /* Q32: one packet of cwnd */
-#define MPCC_SHARE_SHIFT 16
-#define MPCC_SHARE_ONE (1U << MPCC_SHARE_SHIFT) /* Q16: a share of 1 */
-#define MPCC_RATE_SHIFT 27
-#define MPCC_CWND_CAP (1U << 20)   /* windows above this count as this much */
 #define MPCC_MAX_PATHS 8           /* coupled subflows per connection (power of 2) */
 #define MPCC_MAX_SUBFLOWS_TRACKED 65536
 
@@ -67,7 +69,7 @@ struct mpcc_subflow {
 	__u32 lisa_debt;   /* packets a joining sibling took, not yet given up */
 	__u32 lisa_given;  /* packets given to joining siblings (LISA) */
 	__u32 lisa_taken;  /* packets taken from a sibling when this subflow joined */
-	__u32 repairs;     /* implausible kernel-set windows replaced (coupled.h, mpcc_guard) */
+	__u32 repairs;     /* implausible kernel-set windows replaced (cc_guard.h) */
 	__u64 updated_ns;  /* CLOCK_MONOTONIC */
 };
 

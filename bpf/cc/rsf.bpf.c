@@ -18,7 +18,7 @@
  * Coupled quantity exported: f_i (Q32).
  */
 #define MPCC_ALGO MPCC_RSF
-#include "coupled.h"
+#include "cc_skel.h"
 
 /* f = min(1, (d - q) / q) clamped at 0, Q16 */
 static __always_inline __u32 rsf_factor(const struct mpcc_path *p, __u32 d)
@@ -50,21 +50,6 @@ __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)
 	return 0;
 }
 
-__noinline int algo_ssthresh(const struct mpcc_conn *c, struct mpcc_out *o)
-{
-	if (!c || !o)
-		return 0;
-	o->ssthresh = reno_ssthresh(c);
-	return 0;
-}
+MPCC_RENO_SSTHRESH()
 
-SEC(".struct_ops.link")
-struct tcp_congestion_ops rsf = {
-	.init = (void *)mpcc_init,
-	.release = (void *)mpcc_release,
-	.ssthresh = (void *)mpcc_ssthresh,
-	.cong_avoid = (void *)mpcc_cong_avoid,
-	.set_state = (void *)mpcc_set_state,
-	.undo_cwnd = (void *)mpcc_undo_cwnd,
-	.name = "mptcp_rsf",
-};
+MPCC_STRUCT_OPS(rsf, "mptcp_rsf");

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cc_obs.h: what user space sees of a congestion control at work: each
+ * subflow's record in the subflows map (who it is, filled once at init; its
+ * window and counters, refreshed as init, cong_avoid, ssthresh and set_state
+ * end) and, while params.trace is set, every decision with its inputs in the
+ * trace ring buffer. Included by cc_skel.h.
+ */
+#pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "cc_lisa.h"
+#include "cc_maps.h"
+#include "cc_priv.h"
+#include "cc_types.h"
+#include "mptcp.h"
+
+static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpcc_subflow *s)
+{
+	const struct sock_common *skc = &sk->__sk_common;
+	struct mptcp_sock *msk = mptcp_msk_ro(sk);
+
+	sk_addrs(skc, &s->family, &s->sport, &s->dport, s->saddr, s->daddr);
+	if (msk) {
+		struct mptcp_subflow_context *ctx = mptcp_subflow_ro(sk);
+
+		s->flags |= MPCC_F_MPTCP;
+		s->token = msk->token;
+		s->local_id = ctx->local_id;
+		s->remote_id = ctx->remote_id;
+		if (bpf_core_field_exists(ctx->subflow_id))
+			s->subflow_id = ctx->subflow_id;
+		if (BPF_CORE_READ_BITFIELD(ctx, backup))
+			s->flags |= MPCC_F_BACKUP;
+	}
+}
+
+/* Refresh this subflow's map entry (npaths 0: keep the last count), after
+ * giving up any window a joining sibling took (LISA), so that the entry
+ * shows the window the subflow runs with. */
+static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct mpcc_priv *ca = mpcc_ca(sk);
+	struct mpcc_subflow *s;
+	__u64 id = ca->id;
+
+	s = bpf_map_lookup_elem(&subflows, &id);
+	if (!s)
+		return;
+
+	mpcc_lisa_repay(tp, s);
+
+	if (!s->token && tp->is_mptcp) {
+		struct mptcp_sock *msk = mptcp_msk_ro(sk);
+
+		if (msk)
+			s->token = msk->token;
+	}
+	s->cwnd = tp->snd_cwnd;
+	s->ssthresh = tp->snd_ssthresh;
+	s->srtt_us = tp->srtt_us >> 3;
+	s->rttvar_us = tp->mdev_us >> 2;
+	s->min_rtt_us = tp->rtt_min.s[0].v;
+	s->ca_state = BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
+	s->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	s->delivered = tp->delivered;
+	s->lost = tp->lost;
+	s->retrans = tp->total_retrans;
+	s->bytes_acked = tp->bytes_acked;
+	s->bytes_sent = tp->bytes_sent;
+	s->pacing_rate = sk->sk_pacing_rate;
+	s->coupled = ca->coupled;
+	s->repairs = ca->repairs;
+	if (npaths)
+		s->npaths = npaths;
+	s->updated_ns = bpf_ktime_get_ns();
+}
+
+/* One decision for the differential test: the snapshot it was made from and
+ * the state before and after, so pkg/model can replay it. */
+static __always_inline void mpcc_trace(const struct sock *sk, __u32 kind, __u32 acked,
+				       __u32 cwnd_before, __s64 acc_before, __u32 ssthresh,
+				       const struct mpcc_conn *c)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct mpcc_priv *ca = mpcc_ca(sk);
+	struct mpcc_trace_event *e;
+
+	e = bpf_ringbuf_reserve(&trace, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->id = ca->id;
+	e->kind = kind;
+	e->acked = acked;
+	e->cwnd_before = cwnd_before;
+	e->acc_before = acc_before;
+	e->ssthresh = ssthresh;
+	e->clamp = tp->snd_cwnd_clamp;
+	e->cwnd_after = tp->snd_cwnd;
+	e->acc_after = ca->acc;
+	e->ssthresh_after = tp->snd_ssthresh;
+	e->coupled = ca->coupled;
+	__builtin_memcpy(&e->conn, c, sizeof(*c));
+	bpf_ringbuf_submit(e, 0);
+}
