@@ -84,21 +84,86 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 	}
 }
 
-/* The donor's side: give up the window a joining sibling took (s is this
- * subflow's map entry). */
-static __always_inline void mpcc_lisa_repay(struct tcp_sock *tp, struct mpcc_subflow *s)
+/*
+ * The donor's window after it gives up debt packets (pkg/model.LISARepay
+ * mirrors it; the differential test compares them). Repayment never grows a
+ * window and never raises ssthresh:
+ *
+ * - Outside a window reduction, cwnd loses the debt. A donor past slow start
+ *   stays past it: ssthresh comes down to the new cwnd, or it would
+ *   slow-start straight back to its old window and the join would add a
+ *   window after all.
+ * - During a reduction (CWR, Recovery, Loss), ssthresh is the window the
+ *   reduction heads for, computed from a loss window that still held the
+ *   debt. It shrinks by the debt's share of that window, so the halving
+ *   applies to what the donor kept: (W - debt) / 2 for Reno. Taking
+ *   ssthresh down to the new cwnd instead (what the first version did) put
+ *   it back above the halved value and undid the reduction.
+ */
+static __always_inline void mpcc_lisa_pay(__u32 *cwnd, __u32 *ssthresh, __u32 debt,
+					  __u32 loss_window, bool reducing)
 {
-	__u32 debt = s->lisa_debt;
+	__u32 w = *cwnd, ss = *ssthresh;
 
-	if (debt) {
-		/* A donor past slow start stays past it: without the lower
-		 * ssthresh it would slow-start straight back to its old window
-		 * and the join would add a window after all. */
-		bool avoiding = tp->snd_cwnd >= tp->snd_ssthresh;
+	if (w > debt + 2)
+		w -= debt;
+	else if (w > 2)
+		w = 2;
+	if (reducing) {
+		__u32 scaled = 2;
 
-		debt = __sync_lock_test_and_set(&s->lisa_debt, 0);
-		tp->snd_cwnd = tp->snd_cwnd > debt + 2 ? tp->snd_cwnd - debt : 2;
-		if (avoiding)
-			tp->snd_ssthresh = tp->snd_cwnd;
+		if (loss_window > debt)
+			scaled = (__u64)ss * (loss_window - debt) / loss_window;
+		if (scaled < 2)
+			scaled = 2;
+		if (scaled < ss)
+			ss = scaled;
+	} else if (*cwnd >= ss && w < ss) {
+		ss = w;
 	}
+	*cwnd = w;
+	*ssthresh = ss;
+}
+
+static __always_inline void mpcc_trace_lisa(const struct sock *sk, __u32 debt, __u32 loss_window,
+					    bool reducing, __u32 cwnd_before, __u32 ssthresh_before,
+					    __u32 cwnd_after, __u32 ssthresh_after)
+{
+	struct mpcc_trace_event *e;
+
+	e = bpf_ringbuf_reserve(&trace, sizeof(*e), 0);
+	if (!e)
+		return;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->id = mpcc_ca(sk)->id;
+	e->kind = MPCC_TRACE_LISA;
+	e->acked = debt;
+	e->cwnd_before = cwnd_before;
+	e->ssthresh = ssthresh_before;
+	e->cwnd_after = cwnd_after;
+	e->ssthresh_after = ssthresh_after;
+	e->clamp = loss_window;
+	e->flags = reducing ? MPCC_TRACE_F_REDUCING : 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The donor's side: give up the window a joining sibling took (s is this
+ * subflow's map entry). reducing: the subflow is in, or entering, CWR,
+ * Recovery or Loss. */
+static __always_inline void mpcc_lisa_repay(struct sock *sk, struct mpcc_subflow *s, bool reducing)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 debt, cwnd, ssthresh;
+
+	if (!s->lisa_debt)
+		return;
+	debt = __sync_lock_test_and_set(&s->lisa_debt, 0);
+	cwnd = tp->snd_cwnd;
+	ssthresh = tp->snd_ssthresh;
+	mpcc_lisa_pay(&cwnd, &ssthresh, debt, tp->prior_cwnd, reducing);
+	if (mpcc_params()->trace)
+		mpcc_trace_lisa(sk, debt, tp->prior_cwnd, reducing, tp->snd_cwnd, tp->snd_ssthresh,
+				cwnd, ssthresh);
+	tp->snd_cwnd = cwnd;
+	tp->snd_ssthresh = ssthresh;
 }

@@ -38,10 +38,27 @@ static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpc
 	}
 }
 
+static __always_inline __u8 mpcc_ca_state(const struct sock *sk)
+{
+	return BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
+}
+
+/* Repay a LISA debt outside the record update (the ssthresh hook, before
+ * it decides the reduction). */
+static __always_inline void mpcc_repay_now(struct sock *sk, bool reducing)
+{
+	__u64 id = mpcc_ca(sk)->id;
+	struct mpcc_subflow *s = bpf_map_lookup_elem(&subflows, &id);
+
+	if (s)
+		mpcc_lisa_repay(sk, s, reducing);
+}
+
 /* Refresh this subflow's map entry (npaths 0: keep the last count), after
  * giving up any window a joining sibling took (LISA), so that the entry
- * shows the window the subflow runs with. */
-static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
+ * shows the window the subflow runs with. state: the CA state the subflow is
+ * in, or (from set_state) entering. */
+static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 state)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mpcc_priv *ca = mpcc_ca(sk);
@@ -52,7 +69,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
 	if (!s)
 		return;
 
-	mpcc_lisa_repay(tp, s);
+	mpcc_lisa_repay(sk, s, state >= TCP_CA_CWR && state <= TCP_CA_Loss);
 
 	if (!s->token && tp->is_mptcp) {
 		struct mptcp_sock *msk = mptcp_msk_ro(sk);
@@ -65,7 +82,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths)
 	s->srtt_us = tp->srtt_us >> 3;
 	s->rttvar_us = tp->mdev_us >> 2;
 	s->min_rtt_us = tp->rtt_min.s[0].v;
-	s->ca_state = BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
+	s->ca_state = mpcc_ca_state(sk);
 	s->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 	s->delivered = tp->delivered;
 	s->lost = tp->lost;

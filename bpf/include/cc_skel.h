@@ -103,7 +103,7 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	if (mpcc_params()->lisa)
 		mpcc_lisa_join(sk);
 	mpcc_seen(ca, tcp_sk(sk)->snd_cwnd);
-	mpcc_update(sk, 0);
+	mpcc_update(sk, 0, mpcc_ca_state(sk));
 }
 
 SEC("struct_ops")
@@ -169,11 +169,11 @@ void BPF_PROG(mpcc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		mpcc_trace(sk, MPCC_TRACE_AVOID, acked_in, cwnd_before, acc_before,
 			   tp->snd_ssthresh, &c);
 	mpcc_seen(ca, tp->snd_cwnd);
-	mpcc_update(sk, c.n);
+	mpcc_update(sk, c.n, mpcc_ca_state(sk));
 	return;
 out:
 	mpcc_seen(ca, tp->snd_cwnd);
-	mpcc_update(sk, 0);
+	mpcc_update(sk, 0, mpcc_ca_state(sk));
 }
 
 SEC("struct_ops")
@@ -185,6 +185,9 @@ __u32 BPF_PROG(mpcc_ssthresh, struct sock *sk)
 	struct mpcc_out o = {};
 
 	mpcc_guard(sk);
+	/* A window a joiner took is repaid first, so the reduction applies to
+	 * the window this subflow keeps. */
+	mpcc_repay_now(sk, false);
 	/* OLIA's inter-loss distance: close the current interval. */
 	ca->loss_gap = tp->bytes_acked - ca->loss_mark;
 	ca->loss_mark = tp->bytes_acked;
@@ -196,7 +199,7 @@ __u32 BPF_PROG(mpcc_ssthresh, struct sock *sk)
 	ca->coupled = o.coupled;
 	if (mpcc_params()->trace)
 		mpcc_trace(sk, MPCC_TRACE_LOSS, 0, tp->snd_cwnd, 0, o.ssthresh, &c);
-	mpcc_update(sk, c.n);
+	mpcc_update(sk, c.n, mpcc_ca_state(sk));
 	return o.ssthresh;
 }
 
@@ -231,7 +234,7 @@ void BPF_PROG(mpcc_set_state, struct sock *sk, __u8 new_state)
 		ca->repairs++;
 	}
 	mpcc_guard(sk);
-	mpcc_update(sk, 0);
+	mpcc_update(sk, 0, new_state);
 }
 
 /* ---- what an algorithm file writes once ---- */

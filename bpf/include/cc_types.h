@@ -100,19 +100,21 @@ struct mpcc_out {
 
 #define MPCC_TRACE_AVOID 1 /* congestion avoidance step */
 #define MPCC_TRACE_LOSS 2  /* ssthresh after a loss */
+#define MPCC_TRACE_LISA 3  /* a donor repays the window a joiner took (cc_lisa.h) */
+#define MPCC_TRACE_F_REDUCING 1 /* the repayment came during a window reduction */
 
 struct mpcc_trace_event {
 	__u64 id;
 	__u32 kind;
-	__u32 acked;       /* packets acked (before slow start took its part) */
+	__u32 acked;       /* packets acked (before slow start took its part); LISA: the debt */
 	__u32 cwnd_before;
 	__u32 cwnd_after;
 	__s64 acc_before;
 	__s64 acc_after;
 	__u32 ssthresh;    /* AVOID: ssthresh in force; LOSS: the value returned */
 	__u32 ssthresh_after;
-	__u32 clamp;
-	__u32 pad;
+	__u32 clamp;       /* LISA: the loss window (prior_cwnd) */
+	__u32 flags;       /* LISA: MPCC_TRACE_F_REDUCING */
 	__s64 coupled;
 	struct mpcc_conn conn;
 };

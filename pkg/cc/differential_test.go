@@ -47,7 +47,12 @@ func TestBPFMatchesModel(t *testing.T) {
 // its delay factor varies on these short paths) and starts reading the trace.
 func loadTraced(t *testing.T, root, algo string) (string, *cc.TraceReader) {
 	t.Helper()
-	name := testenv.Load(t, root, algo, cc.Params{Trace: true, RSFTarget: 3 * time.Millisecond})
+	return loadTracedParams(t, root, algo, cc.Params{Trace: true, RSFTarget: 3 * time.Millisecond})
+}
+
+func loadTracedParams(t *testing.T, root, algo string, p cc.Params) (string, *cc.TraceReader) {
+	t.Helper()
+	name := testenv.Load(t, root, algo, p)
 	tr, err := cc.ReadTrace(root, name)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +64,10 @@ func checkTrace(t *testing.T, alg model.Algorithm, events []cc.TraceEvent) {
 	t.Helper()
 	var avoid, loss, coupled, single, negative int
 	for i, e := range events {
+		if e.Kind == cc.TraceLISA {
+			checkLISARepay(t, i, e)
+			continue
+		}
 		c := model.Conn{TargetUs: e.TargetUs}
 		for _, p := range e.Paths[:e.N] {
 			c.Paths = append(c.Paths, model.Path{Cwnd: p.Cwnd, SRTTUs: p.SRTTUs, MinRTTUs: p.MinRTTUs, LossBytes: p.LossBytes})
@@ -104,5 +113,15 @@ func checkTrace(t *testing.T, alg model.Algorithm, events []cc.TraceEvent) {
 		alg.Name(), avoid, coupled, single, negative, loss)
 	if coupled < 100 || single < 100 || loss < 3 {
 		t.Fatalf("too few decisions to compare (coupled %d, single %d, losses %d): the test saw too little", coupled, single, loss)
+	}
+}
+
+// checkLISARepay replays a LISA donor's repayment through the model.
+func checkLISARepay(t *testing.T, i int, e cc.TraceEvent) {
+	t.Helper()
+	w, ss := model.LISARepay(e.CwndBefore, e.Ssthresh, e.Acked, e.Clamp, e.Flags&cc.TraceReducing != 0)
+	if w != e.CwndAfter || ss != e.SsthreshAfter {
+		t.Fatalf("event %d: LISA repayment of %d (cwnd %d, ssthresh %d, loss window %d, flags %d): BPF cwnd %d ssthresh %d, model %d %d",
+			i, e.Acked, e.CwndBefore, e.Ssthresh, e.Clamp, e.Flags, e.CwndAfter, e.SsthreshAfter, w, ss)
 	}
 }

@@ -24,7 +24,8 @@ func TestLISAJoinTakesShare(t *testing.T) {
 		// No subflow endpoint yet: the second path is added mid-transfer,
 		// when the first subflow's window has grown.
 		n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{sh, sh}})
-		name := testenv.Load(t, root, "olia", cc.Params{LISA: lisa})
+		// Traced, so the donor's repayment can be replayed through the model.
+		name, tr := loadTracedParams(t, root, "olia", cc.Params{LISA: lisa, Trace: true})
 
 		srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
 		if err != nil {
@@ -63,6 +64,17 @@ func TestLISAJoinTakesShare(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.Close()
+		events, err := tr.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		repaid := 0
+		for i, e := range events {
+			if e.Kind == cc.TraceLISA {
+				checkLISARepay(t, i, e)
+				repaid += int(e.Acked)
+			}
+		}
 		t.Logf("lisa=%v: donor cwnd %d before the join; joiner took %d, donor gave %d",
 			lisa, before[0].Cwnd, joiner.LISATaken, donor.LISAGiven)
 		if !lisa {
@@ -72,6 +84,9 @@ func TestLISAJoinTakesShare(t *testing.T) {
 			continue
 		}
 		t.Logf("lisa: donor ssthresh %d before, %d after; joiner cwnd %d ssthresh %d", before[0].Ssthresh, donor.Ssthresh, joiner.Cwnd, joiner.Ssthresh)
+		if repaid != int(donor.LISAGiven) {
+			t.Errorf("the donor repaid %d in traced steps, gave %d", repaid, donor.LISAGiven)
+		}
 		if joiner.LISATaken < 10 || joiner.LISATaken != donor.LISAGiven {
 			t.Errorf("with LISA the joiner took %d and the donor gave %d; want equal shares of at least an initial window",
 				joiner.LISATaken, donor.LISAGiven)

@@ -15,7 +15,12 @@ import (
 const (
 	TraceAvoid = 1 // a congestion-avoidance step
 	TraceLoss  = 2 // the window chosen after a loss
+	TraceLISA  = 3 // a LISA donor repaid the window a joiner took
 )
+
+// TraceReducing in TraceEvent.Flags: a LISA repayment during a window
+// reduction (CWR, Recovery or Loss).
+const TraceReducing = 1
 
 // TracePath mirrors struct mpcc_path.
 type TracePath struct {
@@ -38,8 +43,8 @@ type TraceEvent struct {
 	AccAfter      int64
 	Ssthresh      uint32
 	SsthreshAfter uint32
-	Clamp         uint32
-	Pad           uint32
+	Clamp         uint32 // LISA: the loss window (prior_cwnd)
+	Flags         uint32 // LISA: TraceReducing
 	Coupled       int64
 	N             uint32
 	TargetUs      uint32
