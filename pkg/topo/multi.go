@@ -90,6 +90,8 @@ type MultiConfig struct {
 	// Sysctls are set in every host and server namespace, e.g.
 	// "net.ipv4.tcp_no_metrics_save=1".
 	Sysctls []string
+
+	plan *plan // nil: multiPlan
 }
 
 // Multi is a built multi-host network. Close removes it.
@@ -100,6 +102,7 @@ type Multi struct {
 	RouterC string     // core router
 	Servers []string   // namespace of each server
 	cfg     MultiConfig
+	plan    plan
 	base    []int // global instance number of each host's instance 0
 
 	mu        sync.Mutex
@@ -121,15 +124,28 @@ func MultiHostAddr(k, i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(10 + k), byte(i), 1})
 }
 
-func multiRAHostAddr(k, i int) netip.Addr {
-	return netip.AddrFrom4([4]byte{10, byte(10 + k), byte(i), 2})
-}
-func multiRALinkAddr(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 1}) }
-func multiRCLinkAddr(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 2}) }
-func multiRCSrvAddr(m int) netip.Addr  { return netip.AddrFrom4([4]byte{10, 4, byte(m), 1}) }
-
 // MultiServerAddr is the address of server m.
 func MultiServerAddr(m int) netip.Addr { return netip.AddrFrom4([4]byte{10, 4, byte(m), 2}) }
+
+// plan is where a network's addresses come from. BuildMulti uses
+// multiPlan (the plan above); Build keeps its own, older plan (topo.go)
+// on the same builder.
+type plan struct {
+	host, raHost                  func(k, i int) netip.Addr // host path i, both ends
+	raLink, rcLink, rcSrv, server func(j int) netip.Addr    // link j's ends; server m and the RC side of its link
+	// serverExtra lists more addresses (/24, on the server's only
+	// device) that server m answers on; RC routes them to it.
+	serverExtra func(m int) []netip.Addr
+}
+
+var multiPlan = plan{
+	host:   MultiHostAddr,
+	raHost: func(k, i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(10 + k), byte(i), 2}) },
+	raLink: func(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 1}) },
+	rcLink: func(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 2}) },
+	rcSrv:  func(m int) netip.Addr { return netip.AddrFrom4([4]byte{10, 4, byte(m), 1}) },
+	server: MultiServerAddr,
+}
 
 func (c MultiConfig) validate() error {
 	if len(c.Hosts) == 0 {
@@ -182,7 +198,11 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	}
 	id := prefix + "-" + Suffix()
 	m = &Multi{ID: id, RouterA: id + "-ra", RouterC: id + "-rc", cfg: cfg,
-		accessEm: map[int]*linkem.Path{}, serverEm: map[int]*linkem.Path{}}
+		accessEm: map[int]*linkem.Path{}, serverEm: map[int]*linkem.Path{}, plan: multiPlan}
+	if cfg.plan != nil {
+		m.plan = *cfg.plan
+	}
+	a := m.plan
 	k := 0
 	for _, hc := range cfg.Hosts {
 		m.base = append(m.base, k)
@@ -225,14 +245,14 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	for j, lc := range cfg.Links {
 		dev := "l" + strconv.Itoa(j)
 		if lc.emulated() {
-			p, err := startEmulated(fmt.Sprintf("link %d (%s)", j, lc.Name), m.RouterA, dev, multiRALinkAddr(j), m.RouterC, dev, multiRCLinkAddr(j), lc.Shaping)
+			p, err := startEmulated(fmt.Sprintf("link %d (%s)", j, lc.Name), m.RouterA, dev, a.raLink(j), m.RouterC, dev, a.rcLink(j), lc.Shaping)
 			if err != nil {
 				return nil, err
 			}
 			m.setEm(m.accessEm, j, p)
 			continue
 		}
-		if err := m.veth(m.RouterA, dev, multiRALinkAddr(j), m.RouterC, dev, multiRCLinkAddr(j)); err != nil {
+		if err := m.veth(m.RouterA, dev, a.raLink(j), m.RouterC, dev, a.rcLink(j)); err != nil {
 			return nil, err
 		}
 		if err := tbf(m.RouterA, dev, lc.Shaping); err != nil {
@@ -242,20 +262,20 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	}
 	var raBatch, rcBatch []string
 	for j := range cfg.Links {
-		raBatch = append(raBatch, fmt.Sprintf("route add default via %s dev l%d table %d", multiRCLinkAddr(j), j, 200+j))
+		raBatch = append(raBatch, fmt.Sprintf("route add default via %s dev l%d table %d", a.rcLink(j), j, 200+j))
 	}
 
 	// Server links RC -> server.
 	for s, sc := range cfg.Servers {
 		dev := "s" + strconv.Itoa(s)
 		if sc.Link.emulated() {
-			p, err := startEmulated(fmt.Sprintf("server link %d (%s)", s, sc.Name), m.RouterC, dev, multiRCSrvAddr(s), m.Servers[s], "up0", MultiServerAddr(s), sc.Link)
+			p, err := startEmulated(fmt.Sprintf("server link %d (%s)", s, sc.Name), m.RouterC, dev, a.rcSrv(s), m.Servers[s], "up0", a.server(s), sc.Link)
 			if err != nil {
 				return nil, err
 			}
 			m.setEm(m.serverEm, s, p)
 		} else {
-			if err := m.veth(m.RouterC, dev, multiRCSrvAddr(s), m.Servers[s], "up0", MultiServerAddr(s)); err != nil {
+			if err := m.veth(m.RouterC, dev, a.rcSrv(s), m.Servers[s], "up0", a.server(s)); err != nil {
 				return nil, err
 			}
 			if err := tbf(m.RouterC, dev, sc.Link); err != nil {
@@ -266,10 +286,17 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 		if lim == 0 {
 			lim = 8
 		}
-		if err := ipBatch(m.Servers[s], []string{
-			fmt.Sprintf("route add default via %s dev up0", multiRCSrvAddr(s)),
+		sb := []string{
+			fmt.Sprintf("route add default via %s dev up0", a.rcSrv(s)),
 			fmt.Sprintf("mptcp limits set subflows %d add_addr_accepted 8", lim),
-		}); err != nil {
+		}
+		if a.serverExtra != nil {
+			for _, x := range a.serverExtra(s) {
+				sb = append(sb, fmt.Sprintf("addr add %s dev up0", netip.PrefixFrom(x, 24)))
+				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev %s", netip.PrefixFrom(x, 24).Masked(), a.server(s), dev))
+			}
+		}
+		if err := ipBatch(m.Servers[s], sb); err != nil {
 			return nil, err
 		}
 	}
@@ -281,18 +308,18 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 			var hb []string
 			for i, j := range hc.Paths {
 				ra := fmt.Sprintf("h%dp%d", k, i)
-				if err := m.veth(ns, "p"+strconv.Itoa(i), MultiHostAddr(k, i), m.RouterA, ra, multiRAHostAddr(k, i)); err != nil {
+				if err := m.veth(ns, "p"+strconv.Itoa(i), a.host(k, i), m.RouterA, ra, a.raHost(k, i)); err != nil {
 					return nil, err
 				}
-				subnet := netip.PrefixFrom(MultiHostAddr(k, i), 24).Masked().String()
+				subnet := netip.PrefixFrom(a.host(k, i), 24).Masked().String()
 				hb = append(hb,
-					fmt.Sprintf("rule add from %s table %d", MultiHostAddr(k, i), 100+i),
-					fmt.Sprintf("route add default via %s dev p%d table %d", multiRAHostAddr(k, i), i, 100+i))
+					fmt.Sprintf("rule add from %s table %d", a.host(k, i), 100+i),
+					fmt.Sprintf("route add default via %s dev p%d table %d", a.raHost(k, i), i, 100+i))
 				if i == 0 {
-					hb = append(hb, fmt.Sprintf("route add default via %s dev p0", multiRAHostAddr(k, 0)))
+					hb = append(hb, fmt.Sprintf("route add default via %s dev p0", a.raHost(k, 0)))
 				}
 				raBatch = append(raBatch, fmt.Sprintf("rule add from %s table %d", subnet, 200+j))
-				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev l%d", subnet, multiRALinkAddr(j), j))
+				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev l%d", subnet, a.raLink(j), j))
 			}
 			subflows, accepted := hc.MaxSubflows, hc.AddAddrAccepted
 			if subflows == 0 {
@@ -303,7 +330,7 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 			}
 			hb = append(hb, fmt.Sprintf("mptcp limits set subflows %d add_addr_accepted %d", subflows, accepted))
 			if !hc.LateEndpoints {
-				hb = append(hb, endpointCmds(hc, k)...)
+				hb = append(hb, endpointCmds(a, hc, k)...)
 			}
 			if err := ipBatch(ns, hb); err != nil {
 				return nil, err
@@ -321,7 +348,7 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 
 // endpointCmds are the `ip` batch lines that give global host instance k
 // its MPTCP endpoints: every path but the first.
-func endpointCmds(hc HostConfig, k int) []string {
+func endpointCmds(a plan, hc HostConfig, k int) []string {
 	if hc.Endpoints == "none" {
 		return nil
 	}
@@ -334,7 +361,7 @@ func endpointCmds(hc HostConfig, k int) []string {
 		if i < len(hc.Backup) && hc.Backup[i] {
 			flags += " backup"
 		}
-		out = append(out, fmt.Sprintf("mptcp endpoint add %s dev p%d %s", MultiHostAddr(k, i), i, flags))
+		out = append(out, fmt.Sprintf("mptcp endpoint add %s dev p%d %s", a.host(k, i), i, flags))
 	}
 	return out
 }
@@ -344,7 +371,7 @@ func endpointCmds(hc HostConfig, k int) []string {
 func (m *Multi) EndpointCommands(h int) []string {
 	var out []string
 	for inst, ns := range m.Hosts[h] {
-		for _, c := range endpointCmds(m.cfg.Hosts[h], m.base[h]+inst) {
+		for _, c := range endpointCmds(m.plan, m.cfg.Hosts[h], m.base[h]+inst) {
 			out = append(out, "ip -n "+ns+" "+c)
 		}
 	}
@@ -356,7 +383,7 @@ func (m *Multi) EndpointCommands(h int) []string {
 // of the connections already running.
 func (m *Multi) AddEndpoints(h int) error {
 	for inst, ns := range m.Hosts[h] {
-		if err := ipBatch(ns, endpointCmds(m.cfg.Hosts[h], m.base[h]+inst)); err != nil {
+		if err := ipBatch(ns, endpointCmds(m.plan, m.cfg.Hosts[h], m.base[h]+inst)); err != nil {
 			return err
 		}
 	}
@@ -389,10 +416,10 @@ func (m *Multi) Namespaces() []string {
 func (m *Multi) Instance(h, inst int) int { return m.base[h] + inst }
 
 // HostAddr is the address of path i of instance inst of host h.
-func (m *Multi) HostAddr(h, inst, i int) netip.Addr { return MultiHostAddr(m.base[h]+inst, i) }
+func (m *Multi) HostAddr(h, inst, i int) netip.Addr { return m.plan.host(m.base[h]+inst, i) }
 
 // ServerAddr is the address of server s.
-func (m *Multi) ServerAddr(s int) netip.Addr { return MultiServerAddr(s) }
+func (m *Multi) ServerAddr(s int) netip.Addr { return m.plan.server(s) }
 
 // LinkCounters are the counters of one link's data direction.
 type LinkCounters struct {
