@@ -3,24 +3,23 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
+
+// The tests run the real binary (testenv.Binary builds it once).
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The CLI's contract on bad input: a message that names the problem and the
 // fix, a non-zero exit, and nothing registered or pinned.
 func TestCLIErrors(t *testing.T) {
-	root := testenv.PinRoot(t)
-	bin := filepath.Join(t.TempDir(), "mptcp-cc")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	name := "t_cli_" + topo.Suffix()
+	root := testkernel.PinRoot(t)
+	bin := testenv.Binary(t, ".")
+	name := testenv.Unique("t_cli_")
 	mptcpcc := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append(args, "--bpffs", root)...)
 		out, _ := cmd.CombinedOutput()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,47 +18,16 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // mptcpCC builds the real binary once per test run.
-func mptcpCC(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "mptcp-cc-daemon-test")
-		if buildErr != nil {
-			return
-		}
-		_ = os.Chmod(binDir, 0o755) // the unprivileged case runs it as nobody
-		binPath = filepath.Join(binDir, "mptcp-cc")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/mptcp-cc").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func mptcpCC(t *testing.T) string { return testenv.Binary(t, "../../cmd/mptcp-cc") }
 
 // daemonProc is a running `mptcp-cc serve`.
 type daemonProc struct {
@@ -192,22 +160,12 @@ func registeredCount(t *testing.T, name string) int {
 	return n
 }
 
-func unloadAtCleanup(t *testing.T, root string, names ...string) {
-	t.Cleanup(func() {
-		for _, n := range names {
-			if cc.IsRegistered(n) {
-				_ = cc.Unload(n, root)
-			}
-		}
-	})
-}
-
 // serve with on_exit remove: metrics respond; SIGTERM unloads what the
 // configuration named and leaves no pins.
 func TestServeOnExitRemove(t *testing.T) {
-	root := testenv.PinRoot(t)
-	name := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	root := testkernel.PinRoot(t)
+	name := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	d := startDaemon(t, fmt.Sprintf(`
 bpffs: %s
 on_exit: remove
@@ -248,12 +206,10 @@ metrics: {listen_address: "127.0.0.1:0"}
 // updates changed parameters in place, follows the client namespace's
 // events; on_exit keep leaves the CC registered.
 func TestServeKillAdoptKeep(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
-	})
-	name := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 20e6)
+	name := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	config := func(lisa bool) string {
 		return fmt.Sprintf(`
 bpffs: %s
@@ -271,15 +227,7 @@ events: {namespaces: [%s]}
 		t.Fatalf("first start did not load:\n%s", d.logs())
 	}
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 6 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := testkernel.Transfer(t, n, xfer.Options{CC: name, Bytes: 6 << 20})
 	time.Sleep(500 * time.Millisecond)
 	if code := d.stop(syscall.SIGKILL); code != -1 {
 		t.Fatalf("SIGKILL: exit %d", code)
@@ -313,7 +261,7 @@ events: {namespaces: [%s]}
 	}
 
 	// Events of the client namespace: a new connection is counted.
-	if _, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 64 << 10}); err != nil {
+	if _, err := testkernel.Run(n, srv, xfer.Options{CC: name, Bytes: 64 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`mptcp_cc_pm_events_total{netns="%s",type="CREATED"}`, n.Client)
@@ -352,18 +300,18 @@ events: {namespaces: [%s]}
 // A real per-cgroup policy through pkg/policy: attached at start (the
 // algorithm loaded first), detached at exit with on_exit remove.
 func TestServePolicy(t *testing.T) {
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	mnt, err := policy.CgroupMount()
 	if err != nil {
 		t.Skipf("no cgroup v2 hierarchy: %v", err)
 	}
-	cg := filepath.Join(mnt, "mptcp-cc-test-"+topo.Suffix())
+	cg := filepath.Join(mnt, testenv.Unique("mptcp-cc-test-"))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(cg) })
-	name := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	name := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	proot := root + "-policy"
 	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
 
@@ -409,9 +357,9 @@ func grep(s, sub string) string {
 // Bad input: a clear message, a non-zero exit, nothing registered or
 // attached.
 func TestServeBadInput(t *testing.T) {
-	root := testenv.PinRoot(t)
-	first := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, first)
+	root := testkernel.PinRoot(t)
+	first := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, first)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +376,7 @@ func TestServeBadInput(t *testing.T) {
 		{"unknown algorithm", "algorithms:\n  - algo: cubic2\n", nil,
 			[]string{"config.yaml:3: algorithms[0].algo: unknown algorithm \"cubic2\": choose one of balia, lia, olia, rsf"}},
 		{"malformed YAML", "algorithms: [\n  {algo: olia\n", nil, []string{"config.yaml:", "did not find expected"}},
-		{"missing cgroup", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\npolicies:\n  - {cgroup: /sys/fs/cgroup/unified/no-such-%s, algo: lia}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first, topo.Suffix()), nil,
+		{"missing cgroup", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\npolicies:\n  - {cgroup: /sys/fs/cgroup/unified/no-such-%s, algo: lia}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first, testenv.Suffix()), nil,
 			[]string{"policies[0].cgroup:", "does not exist"}},
 		{"non-loopback address", "metrics: {listen_address: \"0.0.0.0:9464\"}\n", nil,
 			[]string{"metrics.listen_address:", "not a loopback address", "--web.allow-remote"}},
@@ -483,7 +431,7 @@ func TestServeBadInput(t *testing.T) {
 
 	// Not root: refused before anything is touched, with how to run it.
 	if _, err := exec.LookPath("setpriv"); err == nil {
-		file := filepath.Join(os.TempDir(), "mptcp-cc-nonroot-"+topo.Suffix()+".yaml")
+		file := filepath.Join(os.TempDir(), testenv.Unique("mptcp-cc-nonroot-")+".yaml")
 		_ = os.WriteFile(file, []byte(fmt.Sprintf("bpffs: %s\nalgorithms: [{algo: lia, name: %s}]\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", root, first)), 0o644)
 		defer os.Remove(file)
 		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", mptcpCC(t), "serve", "--config", file)
@@ -504,11 +452,9 @@ func TestServeBadInput(t *testing.T) {
 // delivery rate from the bytes_acked deltas, the connection's age from the
 // events; the text view shows the same connection.
 func TestTopLive(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
-	})
-	name := testenv.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 20e6)
+	name := testkernel.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
 	top := func(args ...string) *exec.Cmd {
 		return exec.Command(mptcpCC(t), append([]string{"top", "--bpffs", root, "--netns", n.Client}, args...)...)
 	}
@@ -527,15 +473,7 @@ func TestTopLive(t *testing.T) {
 	t.Cleanup(func() { _ = jsonTop.Process.Kill(); _ = jsonTop.Wait() })
 	time.Sleep(300 * time.Millisecond)
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := testkernel.Transfer(t, n, xfer.Options{CC: name, For: 4 * time.Second})
 	type topFrame struct {
 		Connections []struct {
 			Token, CC, Algo string
