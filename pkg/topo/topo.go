@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
 // Shaping of one bottleneck link (toward the server).
@@ -163,7 +162,3 @@ func (n *Net) BottleneckStats(j int) (sentBytes, sentPkts, dropped uint64, err e
 
 // Close removes the namespaces (and with them every device and route).
 func (n *Net) Close() error { return n.m.Close() }
-
-func run(argv ...string) error {
-	return netns.Run(argv...)
-}
