@@ -35,19 +35,12 @@ func TestPolicyClientCgroup(t *testing.T) {
 	}
 	def := defaultCC(t, e.net.Client)
 
-	srv, err := xfer.Listen(e.net.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkernel.Serve(t, e.net)
 
 	h := spawn(t, cg, helperConfig{Mode: "client", NS: e.net.Client, Conns: []helperConn{
 		{Local: topo.ClientAddr(0).String(), Remote: srv.Addr().String(), ForMs: xferMs},
 	}})
-	outside, err := xfer.Start(xfer.Options{NS: e.net.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, For: xferMs * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	outside := testkernel.Start(t, e.net, srv, xfer.Options{For: xferMs * time.Millisecond})
 	inLocal := netip.MustParseAddrPort(h.next().Locals[0])
 
 	got, subs := e.connCC(t, inLocal, 2, 3*time.Second)
@@ -366,11 +359,7 @@ func TestPolicyJoinAfterSwitch(t *testing.T) {
 	cg := newCgroup(t, "")
 	e.attach(t, policy.Rule{Cgroup: cg, CC: lia})
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkernel.Serve(t, n)
 	h := spawn(t, cg, helperConfig{Mode: "client", NS: n.Client, Conns: []helperConn{
 		{Local: "10.0.0.1", Remote: srv.Addr().String(), ForMs: 2000},
 	}})
