@@ -1,26 +1,30 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
+
+// The tests run the real binary (testenv.Binary builds it once).
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The CLI's contract on bad input: a message that names the problem and the
 // fix, a non-zero exit, and nothing registered or pinned.
 func TestCLIErrors(t *testing.T) {
-	root := testenv.PinRoot(t)
-	bin := filepath.Join(t.TempDir(), "mptcp-cc")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	name := "t_cli_" + topo.Suffix()
+	root := testkernel.PinRoot(t)
+	bin := testenv.Binary(t, ".")
+	name := testenv.Unique("t_cli_")
 	mptcpcc := func(args ...string) (string, int) {
 		cmd := exec.Command(bin, append(args, "--bpffs", root)...)
 		out, _ := cmd.CombinedOutput()
@@ -75,5 +79,115 @@ func TestCLIErrors(t *testing.T) {
 	}
 	if cc.IsRegistered(name) {
 		t.Fatalf("%s registered after unload", name)
+	}
+}
+
+// `mptcp-cc top --once --json --netns CLIENT` during a two-path transfer:
+// one connection, both subflows with the path manager's address ids, a
+// delivery rate from the bytes_acked deltas, the connection's age from the
+// events; the text view shows the same connection.
+func TestTopLive(t *testing.T) {
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 20e6)
+	name := testkernel.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	top := func(args ...string) *exec.Cmd {
+		return exec.Command(testenv.Binary(t, "."), append([]string{"top", "--bpffs", root, "--netns", n.Client}, args...)...)
+	}
+	// Subscribe before the connection exists, so its CREATED event is seen;
+	// stream frames until one has the connection with both subflows' rates.
+	jsonTop := top("--json", "--interval", "400ms")
+	stdout, err := jsonTop.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	jsonTop.Stderr = &stderr
+	if err := jsonTop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = jsonTop.Process.Kill(); _ = jsonTop.Wait() })
+	time.Sleep(300 * time.Millisecond)
+
+	_, c := testkernel.Transfer(t, n, xfer.Options{CC: name, For: 4 * time.Second})
+	type topFrame struct {
+		Connections []struct {
+			Token, CC, Algo string
+			Created         time.Time
+			Rate            float64 `json:"delivery_rate_bytes_per_second"`
+			Subflows        []struct {
+				SubflowID uint32  `json:"subflow_id"`
+				LocalID   uint8   `json:"local_id"`
+				Local     string  `json:"local"`
+				Cwnd      uint32  `json:"cwnd_segments"`
+				Rate      float64 `json:"delivery_rate_bytes_per_second"`
+			}
+		}
+		Events map[string]uint64
+	}
+	var frame topFrame
+	frames := 0
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	deadline := time.Now().Add(4 * time.Second)
+	for sc.Scan() {
+		var f topFrame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("top --json line: %v\n%s", err, sc.Text())
+		}
+		frames++
+		frame = f
+		if len(f.Connections) == 1 && len(f.Connections[0].Subflows) == 2 && f.Connections[0].Subflows[0].Rate > 0 && f.Connections[0].Subflows[1].Rate > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	_ = jsonTop.Process.Signal(syscall.SIGINT)
+	if err := jsonTop.Wait(); err != nil {
+		t.Errorf("top --json after SIGINT: %v\n%s", err, stderr.String())
+	}
+	t.Logf("%d frames", frames)
+	if len(frame.Connections) != 1 {
+		t.Fatalf("connections: %+v", frame.Connections)
+	}
+	conn := frame.Connections[0]
+	if conn.CC != name || len(conn.Subflows) != 2 || conn.Created.IsZero() || conn.Rate <= 0 {
+		t.Fatalf("connection: %+v", conn)
+	}
+	ids := map[string]uint8{}
+	for _, s := range conn.Subflows {
+		ids[strings.Split(s.Local, ":")[0]] = s.LocalID
+		if s.Rate <= 0 || s.Cwnd == 0 {
+			t.Errorf("subflow without rate or cwnd: %+v", s)
+		}
+	}
+	if ids["10.0.0.1"] != 0 || ids["10.0.1.1"] == 0 {
+		t.Errorf("address ids by local address %v: want 0 for the initial subflow, the endpoint's id for the join", ids)
+	}
+	if frame.Events["CREATED"] < 1 || frame.Events["SUB_ESTABLISHED"] < 1 {
+		t.Errorf("event counts %v", frame.Events)
+	}
+
+	out, err := top("--once", "--sort", "cwnd", "--interval", "300ms").CombinedOutput()
+	if err != nil {
+		t.Fatalf("top --once: %v\n%s", err, out)
+	}
+	text := string(out)
+	t.Logf("top --once:\n%s", text)
+	for _, want := range []string{"sort cwnd", "1 connection(s), 2 subflow(s)", conn.Token, "├ sf", "└ sf", "bit/s", "mptcp_pm events in netns " + n.Client} {
+		if !strings.Contains(text, want) {
+			t.Errorf("top --once lacks %q:\n%s", want, text)
+		}
+	}
+	if res, err := c.Wait(); err != nil || !res.Intact {
+		t.Fatalf("transfer: %+v %v", res, err)
+	}
+
+	// Bad flags: a clear error.
+	cmd := top("--sort", "speed")
+	out, _ = cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), `unknown sort key "speed": one of cwnd, srtt, rate, token`) {
+		t.Errorf("--sort speed: exit %d %s", cmd.ProcessState.ExitCode(), out)
 	}
 }

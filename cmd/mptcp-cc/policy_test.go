@@ -10,24 +10,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
 // policy and set on bad input: a message naming the problem, a non-zero
 // exit, nothing attached or pinned.
 func TestPolicySetCLIErrors(t *testing.T) {
-	ccRoot := testenv.PinRoot(t)
+	ccRoot := testkernel.PinRoot(t)
 	proot := filepath.Join(filepath.Dir(ccRoot), "mptcp-cc-policy")
-	bin := filepath.Join(t.TempDir(), "mptcp-cc")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.Binary(t, ".")
 	mnt, err := policy.CgroupMount()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg := filepath.Join(mnt, "mptcp-cc-cli-"+topo.Suffix())
+	cg := filepath.Join(mnt, testenv.Unique("mptcp-cc-cli-"))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Fatal(err)
 	}

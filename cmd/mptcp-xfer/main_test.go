@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 )
 
 // The CLI end to end on loopback: a sink, a sized and a timed MPTCP
@@ -16,10 +17,7 @@ func TestServerClient(t *testing.T) {
 	if os.Getenv("CI") == "" && testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "mptcp-xfer")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.Binary(t, ".")
 	srv := exec.Command(bin, "server", "--listen", "127.0.0.1:0", "--mptcp")
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
@@ -74,3 +72,6 @@ func TestServerClient(t *testing.T) {
 		}
 	}
 }
+
+// The test runs the real binary (testenv.Binary builds it once).
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -25,19 +26,17 @@ import (
 // between the CCs, round after round, so drift on this noisy machine hits
 // all of them alike; the table reports medians and ratios to Reno.
 func TestBenchGoodput(t *testing.T) {
-	if os.Getenv("MPTCP_CC_BENCH") == "" {
-		t.Skip("benchmark: run with make bench")
-	}
+	testenv.Bench(t)
 	const (
 		rounds = 5
 		runFor = 5 * time.Second
 	)
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 0)
 	ccs := []string{"reno"}
 	label := map[string]string{"reno": "reno (built-in)"}
 	for _, a := range cc.Algorithms() {
-		name := testenv.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+		name := testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
 		ccs = append(ccs, name)
 		label[name] = a.Name + " (BPF)"
 	}
@@ -64,7 +63,7 @@ func TestBenchGoodput(t *testing.T) {
 		for _, name := range ccs {
 			ns0, calls0 := bpfRunTime(t)
 			busy0 := cpuBusy(t)
-			res, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: runFor})
+			res, err := testkernel.Run(n, srv, xfer.Options{CC: name, For: runFor})
 			busy1 := cpuBusy(t)
 			ns1, calls1 := bpfRunTime(t)
 			progNs[name] += ns1 - ns0

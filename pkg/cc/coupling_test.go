@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
@@ -45,8 +45,8 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 		t.Skip("long: measured transfers")
 	}
 	const rate = 20e6
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
+	root := testkernel.PinRoot(t)
+	n := testkernel.Net(t, topo.Config{
 		Paths:       []int{0, 0, 0, 0},
 		Bottlenecks: []topo.Shaping{{RateBits: rate, Delay: oneWay, QueueBytes: bdpBytes(rate), Seed: 1}},
 		Subflows:    true,
@@ -67,7 +67,7 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 	r := measure("reno")
 	m.check(r >= 1.8, "uncoupled Reno on 4 subflows took %.2fx the TCP flow; expected clearly more (>= 1.8x): the test cannot tell coupling apart", r)
 	for _, a := range cc.Algorithms() {
-		r := measure(testenv.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget}))
+		r := measure(testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget}))
 		m.check(r <= 1.5, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want <= 1.5", a.Name, r)
 	}
 }
@@ -80,16 +80,16 @@ func TestCouplingDisjointPaths(t *testing.T) {
 		t.Skip("long: measured transfers")
 	}
 	const rate = 20e6
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	sh := topo.Shaping{RateBits: rate, Delay: oneWay, QueueBytes: bdpBytes(rate)}
-	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{sh, sh}, Subflows: true})
+	n := testkernel.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{sh, sh}, Subflows: true})
 
 	// Link rates count IP bytes; TCP with timestamps carries 1448 bytes of
 	// payload in a 1500-byte packet.
 	capacity := 2 * rate * 1448 / 1500 / 1e6
 	m := &meter{t: t}
 	for _, a := range cc.Algorithms() {
-		name := testenv.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+		name := testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
 		got := m.run(n, []flow{{path: 0, mptcp: true, cc: name}}, warmup, 10*time.Second, nil)[0]
 		t.Logf("%-5s %.2f Mbit/s = %.0f%% of %.2f", a.Name, got, 100*got/capacity, capacity)
 		m.check(got >= 0.85*capacity, "%s used %.2f of %.2f Mbit/s (%.0f%%), want >= 85%%", a.Name, got, capacity, 100*got/capacity)
@@ -114,15 +114,15 @@ func TestOLIAMovesWindowToBestPath(t *testing.T) {
 		t.Skip("long: measured transfers")
 	}
 	const rate = 20e6
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	long := topo.Shaping{RateBits: rate, Delay: 4 * oneWay, Loss: 0.002, Seed: 1, QueueBytes: bdpBytes(rate) * 4}
 	short := topo.Shaping{RateBits: rate, Delay: oneWay, Loss: 0.002, Seed: 2, QueueBytes: bdpBytes(rate)}
-	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{long, short}, Subflows: true})
+	n := testkernel.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{long, short}, Subflows: true})
 
 	m := &meter{t: t}
 	share := map[string]float64{}
 	for _, algo := range []string{"lia", "olia"} {
-		name := testenv.Load(t, root, algo, cc.Params{})
+		name := testkernel.Load(t, root, algo, cc.Params{})
 		var sum [2]float64
 		for i := 0; i < reps; i++ {
 			// The meter may repeat a run: w is the sampler of the kept one.

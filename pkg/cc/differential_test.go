@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
@@ -17,8 +17,8 @@ import (
 // saw: two-subflow MPTCP on lossy, queue-limited paths (losses, avoidance,
 // the coupled paths) and a plain TCP flow (one path: Reno).
 func TestBPFMatchesModel(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
+	root := testkernel.PinRoot(t)
+	n := testkernel.Net(t, topo.Config{
 		Paths: []int{0, 1},
 		Bottlenecks: []topo.Shaping{
 			{RateBits: 10e6, Delay: 5 * time.Millisecond, QueueBytes: 20 * 1500, Loss: 0.005, Seed: 7},
@@ -52,7 +52,7 @@ func loadTraced(t *testing.T, root, algo string) (string, *cc.TraceReader) {
 
 func loadTracedParams(t *testing.T, root, algo string, p cc.Params) (string, *cc.TraceReader) {
 	t.Helper()
-	name := testenv.Load(t, root, algo, p)
+	name := testkernel.Load(t, root, algo, p)
 	tr, err := cc.ReadTrace(root, name)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,11 @@ package cc_test
 
 import (
 	"fmt"
-	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cpustat"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -25,11 +25,7 @@ type flow struct {
 // called at the start and the end of the window (e.g. to read maps).
 func run(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, sample func(end bool)) []float64 {
 	t.Helper()
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkernel.Serve(t, n)
 
 	clients := make([]*xfer.Client, len(flows))
 	for i, f := range flows {
@@ -129,22 +125,6 @@ func (m *meter) check(holds bool, format string, args ...any) {
 	default:
 		m.t.Errorf(format, args...)
 	}
-}
-
-// subflowsOf returns the live subflows of one congestion control.
-func subflowsOf(t *testing.T, root, name string) []stats.Subflow {
-	t.Helper()
-	all, err := stats.ReadAll(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []stats.Subflow
-	for _, s := range all {
-		if s.CC == name {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // windowSampler reads the cwnd of one congestion control's subflows from

@@ -1,11 +1,10 @@
 package cc_test
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
@@ -18,25 +17,18 @@ import (
 // and the donor gives that much up. Without LISA the newcomer starts at the
 // initial window and nobody gives anything.
 func TestLISAJoinTakesShare(t *testing.T) {
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	for _, lisa := range []bool{true, false} {
 		sh := topo.Shaping{RateBits: 20e6, Delay: 20 * time.Millisecond, QueueBytes: 100 * 1500}
 		// No subflow endpoint yet: the second path is added mid-transfer,
 		// when the first subflow's window has grown.
-		n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{sh, sh}})
+		n := testkernel.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{sh, sh}})
 		// Traced, so the donor's repayment can be replayed through the model.
 		name, tr := loadTracedParams(t, root, "olia", cc.Params{LISA: lisa, Trace: true})
 
-		srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv, c := testkernel.Transfer(t, n, xfer.Options{CC: name, For: 4 * time.Second})
 		time.Sleep(1500 * time.Millisecond)
-		before := subflowsOf(t, root, name)
+		before := testkernel.Subflows(t, root, name)
 		if len(before) != 1 {
 			t.Fatalf("want one subflow before the join, have %d", len(before))
 		}
@@ -45,7 +37,7 @@ func TestLISAJoinTakesShare(t *testing.T) {
 		}
 		var donor, joiner stats.Subflow
 		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			subs := subflowsOf(t, root, name)
+			subs := testkernel.Subflows(t, root, name)
 			if len(subs) == 2 {
 				for _, s := range subs {
 					if s.ID == before[0].ID {

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
 func TestLoadListUnloadEach(t *testing.T) {
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	for _, a := range cc.Algorithms() {
 		t.Run(a.Name, func(t *testing.T) {
-			name := "t_" + a.Name + "_" + topo.Suffix()
+			name := testenv.Unique("t_" + a.Name + "_")
 			p := cc.Params{LISA: true, RSFTarget: 7 * time.Millisecond}
 			if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: p}); err != nil {
 				t.Fatal(err)
@@ -47,14 +47,14 @@ func TestLoadListUnloadEach(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	lia, _ := cc.Lookup("lia")
 
 	if _, err := cc.Lookup("cubic2"); err == nil || !strings.Contains(err.Error(), "olia") {
 		t.Errorf("unknown algorithm: %v (want the list of known ones)", err)
 	}
 
-	name := testenv.Load(t, root, "lia", cc.Params{})
+	name := testkernel.Load(t, root, "lia", cc.Params{})
 	err := cc.Load(lia, cc.Options{Name: name, PinRoot: root})
 	if !errors.Is(err, cc.ErrAlreadyLoaded) {
 		t.Errorf("second load: %v, want ErrAlreadyLoaded", err)

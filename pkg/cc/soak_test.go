@@ -1,11 +1,11 @@
 package cc_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
@@ -23,11 +23,9 @@ const maxPlausibleWindow = 1 << 20
 // 4,000 losses; see docs/algorithms.md, "The window guard"). Too long and
 // too rare an event for CI: `make soak` runs it.
 func TestSoakWindowGuard(t *testing.T) {
-	if os.Getenv("MPTCP_CC_SOAK") == "" {
-		t.Skip("set MPTCP_CC_SOAK=1 (make soak) to run the 150 s soak")
-	}
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
+	testenv.Soak(t, "the 150 s soak")
+	root := testkernel.PinRoot(t)
+	n := testkernel.Net(t, topo.Config{
 		Paths: []int{0, 1},
 		Bottlenecks: []topo.Shaping{
 			{RateBits: 20e6, Delay: 10 * time.Millisecond, QueueBytes: 34 * 1500, Loss: 0.03, Seed: 7},
@@ -43,7 +41,7 @@ func TestSoakWindowGuard(t *testing.T) {
 				{path: 1, mptcp: true, cc: name}, {path: 1, mptcp: true, cc: name}}
 			run(t, n, flows, time.Second, 150*time.Second, func(end bool) {
 				if end {
-					for _, sf := range subflowsOf(t, root, name) {
+					for _, sf := range testkernel.Subflows(t, root, name) {
 						repairs += sf.Repairs
 					}
 				}

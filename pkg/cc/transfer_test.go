@@ -1,35 +1,30 @@
 package cc_test
 
 import (
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
 // Every coupled CC carries a two-path MPTCP transfer: both subflows run it,
 // coupled with each other, and every byte arrives.
 func TestTwoPathTransferEach(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths:       []int{0, 1},
-		Bottlenecks: []topo.Shaping{{RateBits: 50e6}, {RateBits: 50e6}},
-		Subflows:    true,
-	})
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 50e6)
 	for _, a := range cc.Algorithms() {
 		t.Run(a.Name, func(t *testing.T) {
-			name := testenv.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+			name := testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
 			var mid []int
 			var tokens = map[uint32]bool{}
 			run(t, n, []flow{{path: 0, mptcp: true, cc: name}}, time.Second, 2*time.Second, func(end bool) {
-				subs := subflowsOf(t, root, name)
+				subs := testkernel.Subflows(t, root, name)
 				mid = append(mid, len(subs))
 				for _, s := range subs {
 					tokens[s.Token] = true
@@ -54,7 +49,7 @@ func TestTwoPathTransferEach(t *testing.T) {
 func waitEmpty(t *testing.T, root, name string) {
 	t.Helper()
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		subs := subflowsOf(t, root, name)
+		subs := testkernel.Subflows(t, root, name)
 		if len(subs) == 0 {
 			return
 		}
@@ -67,26 +62,16 @@ func waitEmpty(t *testing.T, root, name string) {
 // Unloading while a connection uses the CC breaks nothing: the kernel keeps
 // the programs until the socket is released.
 func TestUnloadWhileInUse(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
-	})
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 20e6)
 	a, _ := cc.Lookup("olia")
-	name := "t_unl_" + topo.Suffix()
+	name := testenv.Unique("t_unl_")
 	if err := cc.Load(a, cc.Options{Name: name, PinRoot: root}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cc.Unload(name, root) })
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := testkernel.Transfer(t, n, xfer.Options{CC: name, Bytes: 8 << 20})
 	time.Sleep(700 * time.Millisecond)
 	if err := cc.Unload(name, root); err != nil {
 		t.Fatalf("unload during the transfer: %v", err)
@@ -105,19 +90,15 @@ func TestUnloadWhileInUse(t *testing.T) {
 
 // Churn: many short MPTCP connections, each with its join, leave no entry.
 func TestNoEntriesAfterChurn(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
-	name := testenv.Load(t, root, "lia", cc.Params{})
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 0)
+	name := testkernel.Load(t, root, "lia", cc.Params{})
+	srv := testkernel.Serve(t, n)
 	const conns = 1000
 	joins0 := mibCounter(t, n.Server, "MPTcpExtMPJoinAckRx")
 	var corrupted []int64
 	for i := 0; i < conns; i++ {
-		res, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 256 << 10})
+		res, err := testkernel.Run(n, srv, xfer.Options{CC: name, Bytes: 256 << 10})
 		if err != nil {
 			t.Fatalf("connection %d: %v", i, err)
 		}

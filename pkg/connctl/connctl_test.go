@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/connctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
@@ -19,13 +19,9 @@ import (
 // under one loaded CC.
 func subflowsOf(t *testing.T, root, name string, token uint32) []stats.Subflow {
 	t.Helper()
-	all, err := stats.ReadAll(root)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []stats.Subflow
-	for _, s := range all {
-		if s.CC == name && s.Token == token {
+	for _, s := range testkernel.Subflows(t, root, name) {
+		if s.Token == token {
 			out = append(out, s)
 		}
 	}
@@ -36,25 +32,14 @@ func subflowsOf(t *testing.T, root, name string, token uint32) []stats.Subflow {
 // subflows move, the old CC's state is released, the new one's created,
 // and every byte arrives.
 func TestSetCCLive(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths:       []int{0, 1},
-		Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}},
-		Subflows:    true,
-	})
-	from := testenv.Load(t, root, "lia", cc.Params{})
-	to := testenv.Load(t, root, "balia", cc.Params{})
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 20e6)
+	from := testkernel.Load(t, root, "lia", cc.Params{})
+	to := testkernel.Load(t, root, "balia", cc.Params{})
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkernel.Serve(t, n)
 	const size = 8 << 20 // about 1.7 s at 2 x 20 Mbit/s
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: from, Bytes: size})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkernel.Start(t, n, srv, xfer.Options{CC: from, Bytes: size})
 
 	// The connection's token, once both subflows run.
 	var token uint32
@@ -115,9 +100,9 @@ func TestSetCCLive(t *testing.T) {
 
 // Bad input: clear errors, nothing switched.
 func TestSetCCBadInput(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{Paths: []int{0}, Bottlenecks: []topo.Shaping{{}}})
-	name := testenv.Load(t, root, "lia", cc.Params{})
+	root := testkernel.PinRoot(t)
+	n := testkernel.Net(t, topo.Config{Paths: []int{0}, Bottlenecks: []topo.Shaping{{}}})
+	name := testkernel.Load(t, root, "lia", cc.Params{})
 
 	if _, err := connctl.SetCC(0x1234abcd, name, n.Client); !errors.Is(err, connctl.ErrNoConnection) ||
 		!strings.Contains(err.Error(), "no MPTCP connection with token 1234abcd in network namespace "+n.Client) {

@@ -2,7 +2,6 @@ package daemon_test
 
 import (
 	"compress/gzip"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
@@ -31,14 +31,12 @@ import (
 // memory. Targets: a scrape under 100 ms, RSS under 64 MiB.
 // MPTCP_CC_BENCH=1 runs it (make bench).
 func TestBenchDaemonScrape(t *testing.T) {
-	if os.Getenv("MPTCP_CC_BENCH") == "" {
-		t.Skip("benchmark: set MPTCP_CC_BENCH=1 (make bench)")
-	}
+	testenv.Bench(t)
 	const conns = 1000
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
-	name := "t_bench_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 0)
+	name := testenv.Unique("t_bench_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	d := startDaemon(t, fmt.Sprintf(`
 bpffs: %s
 on_exit: remove
@@ -51,16 +49,7 @@ events: {namespaces: [%s]}
 	rssIdle, _ := procStatus(t, pid)
 
 	// The server holds every accepted connection open.
-	var ln net.Listener
-	if err := netns.Do(n.Server, func() error {
-		lc := net.ListenConfig{}
-		lc.SetMultipathTCP(true)
-		var err error
-		ln, err = lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(topo.ServerAddr, 0).String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ln := testenv.Listen(t, n.Server, netip.AddrPortFrom(topo.ServerAddr, 0).String(), true)
 	var mu sync.Mutex
 	var held []net.Conn
 	go func() {

@@ -2,12 +2,10 @@ package daemon_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,47 +17,16 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	binDir    string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // mptcpCC builds the real binary once per test run.
-func mptcpCC(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "mptcp-cc-daemon-test")
-		if buildErr != nil {
-			return
-		}
-		_ = os.Chmod(binDir, 0o755) // the unprivileged case runs it as nobody
-		binPath = filepath.Join(binDir, "mptcp-cc")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/mptcp-cc").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func mptcpCC(t *testing.T) string { return testenv.Binary(t, "../../cmd/mptcp-cc") }
 
 // daemonProc is a running `mptcp-cc serve`.
 type daemonProc struct {
@@ -192,22 +159,12 @@ func registeredCount(t *testing.T, name string) int {
 	return n
 }
 
-func unloadAtCleanup(t *testing.T, root string, names ...string) {
-	t.Cleanup(func() {
-		for _, n := range names {
-			if cc.IsRegistered(n) {
-				_ = cc.Unload(n, root)
-			}
-		}
-	})
-}
-
 // serve with on_exit remove: metrics respond; SIGTERM unloads what the
 // configuration named and leaves no pins.
 func TestServeOnExitRemove(t *testing.T) {
-	root := testenv.PinRoot(t)
-	name := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	root := testkernel.PinRoot(t)
+	name := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	d := startDaemon(t, fmt.Sprintf(`
 bpffs: %s
 on_exit: remove
@@ -248,12 +205,10 @@ metrics: {listen_address: "127.0.0.1:0"}
 // updates changed parameters in place, follows the client namespace's
 // events; on_exit keep leaves the CC registered.
 func TestServeKillAdoptKeep(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
-	})
-	name := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 20e6)
+	name := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	config := func(lisa bool) string {
 		return fmt.Sprintf(`
 bpffs: %s
@@ -271,15 +226,7 @@ events: {namespaces: [%s]}
 		t.Fatalf("first start did not load:\n%s", d.logs())
 	}
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 6 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := testkernel.Transfer(t, n, xfer.Options{CC: name, Bytes: 6 << 20})
 	time.Sleep(500 * time.Millisecond)
 	if code := d.stop(syscall.SIGKILL); code != -1 {
 		t.Fatalf("SIGKILL: exit %d", code)
@@ -313,7 +260,7 @@ events: {namespaces: [%s]}
 	}
 
 	// Events of the client namespace: a new connection is counted.
-	if _, err := xfer.Run(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, Bytes: 64 << 10}); err != nil {
+	if _, err := testkernel.Run(n, srv, xfer.Options{CC: name, Bytes: 64 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`mptcp_cc_pm_events_total{netns="%s",type="CREATED"}`, n.Client)
@@ -352,18 +299,18 @@ events: {namespaces: [%s]}
 // A real per-cgroup policy through pkg/policy: attached at start (the
 // algorithm loaded first), detached at exit with on_exit remove.
 func TestServePolicy(t *testing.T) {
-	root := testenv.PinRoot(t)
+	root := testkernel.PinRoot(t)
 	mnt, err := policy.CgroupMount()
 	if err != nil {
 		t.Skipf("no cgroup v2 hierarchy: %v", err)
 	}
-	cg := filepath.Join(mnt, "mptcp-cc-test-"+topo.Suffix())
+	cg := filepath.Join(mnt, testenv.Unique("mptcp-cc-test-"))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(cg) })
-	name := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, name)
+	name := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, name)
 	proot := root + "-policy"
 	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
 
@@ -409,9 +356,9 @@ func grep(s, sub string) string {
 // Bad input: a clear message, a non-zero exit, nothing registered or
 // attached.
 func TestServeBadInput(t *testing.T) {
-	root := testenv.PinRoot(t)
-	first := "t_srv_" + topo.Suffix()
-	unloadAtCleanup(t, root, first)
+	root := testkernel.PinRoot(t)
+	first := testenv.Unique("t_srv_")
+	testkernel.UnloadAtCleanup(t, root, first)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +375,7 @@ func TestServeBadInput(t *testing.T) {
 		{"unknown algorithm", "algorithms:\n  - algo: cubic2\n", nil,
 			[]string{"config.yaml:3: algorithms[0].algo: unknown algorithm \"cubic2\": choose one of balia, lia, olia, rsf"}},
 		{"malformed YAML", "algorithms: [\n  {algo: olia\n", nil, []string{"config.yaml:", "did not find expected"}},
-		{"missing cgroup", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\npolicies:\n  - {cgroup: /sys/fs/cgroup/unified/no-such-%s, algo: lia}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first, topo.Suffix()), nil,
+		{"missing cgroup", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\npolicies:\n  - {cgroup: /sys/fs/cgroup/unified/no-such-%s, algo: lia}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first, testenv.Suffix()), nil,
 			[]string{"policies[0].cgroup:", "does not exist"}},
 		{"non-loopback address", "metrics: {listen_address: \"0.0.0.0:9464\"}\n", nil,
 			[]string{"metrics.listen_address:", "not a loopback address", "--web.allow-remote"}},
@@ -483,7 +430,7 @@ func TestServeBadInput(t *testing.T) {
 
 	// Not root: refused before anything is touched, with how to run it.
 	if _, err := exec.LookPath("setpriv"); err == nil {
-		file := filepath.Join(os.TempDir(), "mptcp-cc-nonroot-"+topo.Suffix()+".yaml")
+		file := filepath.Join(os.TempDir(), testenv.Unique("mptcp-cc-nonroot-")+".yaml")
 		_ = os.WriteFile(file, []byte(fmt.Sprintf("bpffs: %s\nalgorithms: [{algo: lia, name: %s}]\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", root, first)), 0o644)
 		defer os.Remove(file)
 		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", mptcpCC(t), "serve", "--config", file)
@@ -496,125 +443,5 @@ func TestServeBadInput(t *testing.T) {
 		}
 	} else {
 		t.Log("setpriv not found: the unprivileged case is only unit-tested (TestNotPrivileged)")
-	}
-}
-
-// `mptcp-cc top --once --json --netns CLIENT` during a two-path transfer:
-// one connection, both subflows with the path manager's address ids, a
-// delivery rate from the bytes_acked deltas, the connection's age from the
-// events; the text view shows the same connection.
-func TestTopLive(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
-		Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}}, Subflows: true,
-	})
-	name := testenv.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
-	top := func(args ...string) *exec.Cmd {
-		return exec.Command(mptcpCC(t), append([]string{"top", "--bpffs", root, "--netns", n.Client}, args...)...)
-	}
-	// Subscribe before the connection exists, so its CREATED event is seen;
-	// stream frames until one has the connection with both subflows' rates.
-	jsonTop := top("--json", "--interval", "400ms")
-	stdout, err := jsonTop.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	jsonTop.Stderr = &stderr
-	if err := jsonTop.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = jsonTop.Process.Kill(); _ = jsonTop.Wait() })
-	time.Sleep(300 * time.Millisecond)
-
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type topFrame struct {
-		Connections []struct {
-			Token, CC, Algo string
-			Created         time.Time
-			Rate            float64 `json:"delivery_rate_bytes_per_second"`
-			Subflows        []struct {
-				SubflowID uint32  `json:"subflow_id"`
-				LocalID   uint8   `json:"local_id"`
-				Local     string  `json:"local"`
-				Cwnd      uint32  `json:"cwnd_segments"`
-				Rate      float64 `json:"delivery_rate_bytes_per_second"`
-			}
-		}
-		Events map[string]uint64
-	}
-	var frame topFrame
-	frames := 0
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
-	deadline := time.Now().Add(4 * time.Second)
-	for sc.Scan() {
-		var f topFrame
-		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			t.Fatalf("top --json line: %v\n%s", err, sc.Text())
-		}
-		frames++
-		frame = f
-		if len(f.Connections) == 1 && len(f.Connections[0].Subflows) == 2 && f.Connections[0].Subflows[0].Rate > 0 && f.Connections[0].Subflows[1].Rate > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-	}
-	_ = jsonTop.Process.Signal(syscall.SIGINT)
-	if err := jsonTop.Wait(); err != nil {
-		t.Errorf("top --json after SIGINT: %v\n%s", err, stderr.String())
-	}
-	t.Logf("%d frames", frames)
-	if len(frame.Connections) != 1 {
-		t.Fatalf("connections: %+v", frame.Connections)
-	}
-	conn := frame.Connections[0]
-	if conn.CC != name || len(conn.Subflows) != 2 || conn.Created.IsZero() || conn.Rate <= 0 {
-		t.Fatalf("connection: %+v", conn)
-	}
-	ids := map[string]uint8{}
-	for _, s := range conn.Subflows {
-		ids[strings.Split(s.Local, ":")[0]] = s.LocalID
-		if s.Rate <= 0 || s.Cwnd == 0 {
-			t.Errorf("subflow without rate or cwnd: %+v", s)
-		}
-	}
-	if ids["10.0.0.1"] != 0 || ids["10.0.1.1"] == 0 {
-		t.Errorf("address ids by local address %v: want 0 for the initial subflow, the endpoint's id for the join", ids)
-	}
-	if frame.Events["CREATED"] < 1 || frame.Events["SUB_ESTABLISHED"] < 1 {
-		t.Errorf("event counts %v", frame.Events)
-	}
-
-	out, err := top("--once", "--sort", "cwnd", "--interval", "300ms").CombinedOutput()
-	if err != nil {
-		t.Fatalf("top --once: %v\n%s", err, out)
-	}
-	text := string(out)
-	t.Logf("top --once:\n%s", text)
-	for _, want := range []string{"sort cwnd", "1 connection(s), 2 subflow(s)", conn.Token, "├ sf", "└ sf", "bit/s", "mptcp_pm events in netns " + n.Client} {
-		if !strings.Contains(text, want) {
-			t.Errorf("top --once lacks %q:\n%s", want, text)
-		}
-	}
-	if res, err := c.Wait(); err != nil || !res.Intact {
-		t.Fatalf("transfer: %+v %v", res, err)
-	}
-
-	// Bad flags: a clear error.
-	cmd := top("--sort", "speed")
-	out, _ = cmd.CombinedOutput()
-	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), `unknown sort key "speed": one of cwnd, srtt, rate, token`) {
-		t.Errorf("--sort speed: exit %d %s", cmd.ProcessState.ExitCode(), out)
 	}
 }

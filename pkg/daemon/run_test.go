@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
 // fakePolicy records what the daemon asks of pkg/policy.
@@ -135,8 +135,8 @@ func testConfig(root, name string, onExit OnExit) Config {
 // Policies are attached after the algorithms are loaded, adopted on a
 // restart, and on_exit remove detaches exactly the configured rules.
 func TestRunPolicies(t *testing.T) {
-	root := testenv.PinRoot(t)
-	name := "t_run_" + topo.Suffix()
+	root := testkernel.PinRoot(t)
+	name := testenv.Unique("t_run_")
 	t.Cleanup(func() { _ = cc.Unload(name, root) })
 	fp := newFake()
 	// A rule of the same cgroup the configuration does not name stays.
@@ -182,8 +182,8 @@ func TestRunPolicies(t *testing.T) {
 
 // A failure while starting undoes what this run did and nothing else.
 func TestRunRollback(t *testing.T) {
-	root := testenv.PinRoot(t)
-	name := "t_run_" + topo.Suffix()
+	root := testkernel.PinRoot(t)
+	name := testenv.Unique("t_run_")
 	t.Cleanup(func() { _ = cc.Unload(name, root) })
 
 	// Attach of the second rule fails: the first rule is detached, the

@@ -11,13 +11,12 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
-var (
-	c0 = netip.MustParseAddr("10.0.0.1")
-	c1 = netip.MustParseAddr("10.0.1.1")
-	sv = netip.MustParseAddr("10.1.0.1")
-)
+// The addresses of the test network (pkg/topo's Build): the client's two
+// paths and the server.
+var c0, c1, sv = topo.ClientAddr(0), topo.ClientAddr(1), topo.ServerAddr
 
 func lifecycle(tr *Tracker, token uint32, t0 time.Time) {
 	tr.Handle(mptcpnl.Event{Type: mptcpnl.EventCreated, Token: token, Saddr: c0, Sport: 1000, Daddr: sv, Dport: 80}, t0)

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
@@ -29,9 +30,7 @@ import (
 // at once, goodput within 10% of the rate, RTT within 1 ms of 20 ms, and
 // 1% loss measured within 10% (relative).
 func TestBench(t *testing.T) {
-	if os.Getenv("LINKEM_BENCH") != "1" {
-		t.Skip("set LINKEM_BENCH=1 to run the benchmark")
-	}
+	testenv.LinkemBench(t)
 	needRoot(t)
 
 	const (
@@ -73,7 +72,7 @@ func TestBench(t *testing.T) {
 	// (a) Plain veth: the machine's own ceiling and RTT floor.
 	var vethRTT time.Duration
 	{
-		ns1, ns2 := newNS(t), newNS(t)
+		ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 		veth(t, ns1, ns2, "10.76.0.1/24", "10.76.0.2/24")
 		echo := netip.MustParseAddrPort("10.76.0.2:7101")
 		udpEcho(t, ns2, echo.Addr(), int(echo.Port()))
@@ -88,7 +87,7 @@ func TestBench(t *testing.T) {
 	// (b) Two emulated 100 Mbit/s, 10 ms paths loaded at the same time by
 	// one TCP flow each; the queue holds about one bandwidth-delay product.
 	{
-		ns1, ns2 := newNS(t), newNS(t)
+		ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 		dir := DirectionConfig{Rate: rate, Delay: delay, QueuePackets: 170}
 		paths := []*Path{
 			startPath(t, pathConfig(ns1, ns2, 11, dir, dir)),
@@ -134,7 +133,7 @@ func TestBench(t *testing.T) {
 	// on both at once (nothing else queues), then a UDP stream on both at
 	// once whose loss is counted at the receiver.
 	{
-		ns1, ns2 := newNS(t), newNS(t)
+		ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 		var paths []*Path
 		for i := range 2 {
 			dir := DirectionConfig{Rate: rate, Delay: delay, Loss: 0.01, Seed: uint64(i + 1)}

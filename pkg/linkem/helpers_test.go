@@ -4,9 +4,7 @@ package linkem
 // generators whose sockets are created inside the namespaces with netns.Do.
 
 import (
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"net"
 	"net/netip"
@@ -19,38 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"golang.org/x/sys/unix"
 )
 
 func needRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (namespaces and TUN devices)")
-	}
+	testenv.RequireRoot(t)
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skip("no /dev/net/tun")
 	}
-}
-
-// newNS creates a uniquely named namespace that is deleted when the test
-// ends, whatever its outcome.
-func newNS(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	name := "lkem-" + hex.EncodeToString(b)
-	if err := netns.Create(name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Delete(name); err != nil {
-			t.Errorf("delete namespace %s: %v", name, err)
-		}
-	})
-	return name
 }
 
 // startPath starts a path that is closed when the test ends. Cleanups run

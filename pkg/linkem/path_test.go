@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cpustat"
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 )
 
 // waitIdle waits until both directions have settled: every packet offered
@@ -36,7 +37,7 @@ func waitIdle(t *testing.T, p *Path) (fwd, rev Counters) {
 // the test would then measure the neighbour, not the emulator.
 func TestPathDelay(t *testing.T) {
 	needRoot(t)
-	ns1, ns2 := newNS(t), newNS(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 	cfg := pathConfig(ns1, ns2, 1,
 		DirectionConfig{Delay: 10 * time.Millisecond},
 		DirectionConfig{Delay: 10 * time.Millisecond})
@@ -92,7 +93,7 @@ func TestPathDelay(t *testing.T) {
 
 func TestPathRate(t *testing.T) {
 	needRoot(t)
-	ns1, ns2 := newNS(t), newNS(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 	const rate = 20_000_000
 	cfg := pathConfig(ns1, ns2, 2,
 		DirectionConfig{Rate: rate, Delay: 2 * time.Millisecond, QueuePackets: 100},
@@ -129,7 +130,7 @@ func TestPathRate(t *testing.T) {
 
 func TestPathLoss(t *testing.T) {
 	needRoot(t)
-	ns1, ns2 := newNS(t), newNS(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 	const loss, n = 0.05, 20000
 	cfg := pathConfig(ns1, ns2, 3,
 		DirectionConfig{Loss: loss, Seed: 1, Delay: time.Millisecond},
@@ -167,7 +168,7 @@ func TestPathLoss(t *testing.T) {
 
 func TestPathQueueOverflow(t *testing.T) {
 	needRoot(t)
-	ns1, ns2 := newNS(t), newNS(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 	const rate, limit = 10_000_000, 50
 	cfg := pathConfig(ns1, ns2, 6,
 		DirectionConfig{Rate: rate, QueuePackets: limit, Delay: time.Millisecond},
@@ -193,7 +194,7 @@ func TestPathQueueOverflow(t *testing.T) {
 func TestPathCloseRemovesDevices(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
-	ns1, ns2 := newNS(t), newNS(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 	// Packets wait 5 s in the delay line; Close must not wait for them.
 	// Removing a device takes the kernel an RCU grace period or more, up to
 	// half a second on a busy host: 1 s tells the two apart.
@@ -237,7 +238,7 @@ func TestPathCloseRemovesDevices(t *testing.T) {
 func TestPathStartFailureCleansUp(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
-	ns1, ns2 := newNS(t), newNS(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
 	// The device in ns2 cannot be created ("lo" exists), after the one in
 	// ns1 was: Start must remove that one again.
 	cfg := pathConfig(ns1, ns2, 5, DirectionConfig{}, DirectionConfig{})

@@ -73,17 +73,8 @@ func gather(t *testing.T, c prometheus.Collector) map[string][]*metricSample {
 	out := map[string][]*metricSample{}
 	for _, mf := range mfs {
 		for _, m := range mf.Metric {
-			s := &metricSample{labels: map[string]string{}}
-			for _, l := range m.Label {
-				s.labels[l.GetName()] = l.GetValue()
-			}
-			switch {
-			case m.Gauge != nil:
-				s.value = m.Gauge.GetValue()
-			case m.Counter != nil:
-				s.value = m.Counter.GetValue()
-			}
-			out[mf.GetName()] = append(out[mf.GetName()], s)
+			labels, value := SampleOf(m)
+			out[mf.GetName()] = append(out[mf.GetName()], &metricSample{labels: labels, value: value})
 		}
 	}
 	return out

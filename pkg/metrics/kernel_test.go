@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
@@ -74,19 +74,8 @@ func scrape(t *testing.T, url string) map[string][]series {
 }
 
 func toSeries(m *dto.Metric) series {
-	s := series{labels: map[string]string{}}
-	for _, l := range m.Label {
-		s.labels[l.GetName()] = l.GetValue()
-	}
-	switch {
-	case m.Gauge != nil:
-		s.value = m.Gauge.GetValue()
-	case m.Counter != nil:
-		s.value = m.Counter.GetValue()
-	case m.Untyped != nil:
-		s.value = m.Untyped.GetValue()
-	}
-	return s
+	labels, value := metrics.SampleOf(m)
+	return series{labels: labels, value: value}
 }
 
 func ofCC(ss []series, name string) []series {
@@ -160,13 +149,13 @@ func within(v, lo, hi, rel, abs float64) bool {
 // the aggregates count them, the bound cuts the per-subflow series and
 // says so, and once the connection closes its series are gone.
 func TestMetricsLiveTransfer(t *testing.T) {
-	root := testenv.PinRoot(t)
-	n := testenv.Net(t, topo.Config{
+	root := testkernel.PinRoot(t)
+	n := testkernel.Net(t, topo.Config{
 		Paths:       []int{0, 1},
 		Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 30e6}},
 		Subflows:    true,
 	})
-	name := testenv.Load(t, root, "olia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	name := testkernel.Load(t, root, "olia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
 	url := serve(t, root, metrics.DefaultMaxSubflows)
 	urlBound := serve(t, root, 1)
 
@@ -181,15 +170,7 @@ func TestMetricsLiveTransfer(t *testing.T) {
 		t.Fatal("no build_info")
 	}
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := xfer.Start(xfer.Options{NS: n.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, CC: name, For: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := testkernel.Transfer(t, n, xfer.Options{CC: name, For: 4 * time.Second})
 
 	// Both subflows appear.
 	deadline := time.Now().Add(3 * time.Second)

@@ -33,100 +33,104 @@ func port(p uint16) []byte { return binary.BigEndian.AppendUint16(nil, p) }
 
 func ip(s string) []byte { return netip.MustParseAddr(s).AsSlice() }
 
+// decodeEventCases are well-formed event messages and what they decode to;
+// FuzzDecodeEvent starts from them too.
+var decodeEventCases = []struct {
+	name string
+	cmd  uint8
+	data func(ae *netlink.AttributeEncoder)
+	want Event
+}{{
+	name: "created IPv4 server side (deprecated attribute only)",
+	cmd:  1,
+	data: func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(evAttrToken, 0xdeadbeef)
+		ae.Uint16(evAttrFamily, unix.AF_INET)
+		ae.Bytes(evAttrSaddr4, ip("192.0.2.1"))
+		ae.Bytes(evAttrDaddr4, ip("192.0.2.2"))
+		ae.Bytes(evAttrSport, port(443))
+		ae.Bytes(evAttrDport, port(50000))
+		ae.Uint8(evAttrServerSide, 1)
+	},
+	want: Event{Type: EventCreated, Token: 0xdeadbeef, Family: unix.AF_INET,
+		Saddr: netip.MustParseAddr("192.0.2.1"), Daddr: netip.MustParseAddr("192.0.2.2"),
+		Sport: 443, Dport: 50000, ServerSide: true},
+}, {
+	name: "established server side by flag only (6.18 style)",
+	cmd:  2,
+	data: func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(evAttrToken, 1)
+		ae.Uint16(evAttrFlags, uint16(EventFlagServerSide|EventFlagDenyJoinID0))
+	},
+	want: Event{Type: EventEstablished, Token: 1, Flags: EventFlagServerSide | EventFlagDenyJoinID0, ServerSide: true},
+}, {
+	name: "sub established IPv6 with every subflow attribute",
+	cmd:  10,
+	data: func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(evAttrToken, 7)
+		ae.Uint16(evAttrFamily, unix.AF_INET6)
+		ae.Uint8(evAttrLocID, 3)
+		ae.Uint8(evAttrRemID, 4)
+		ae.Bytes(evAttrSaddr6, ip("2001:db8::1"))
+		ae.Bytes(evAttrDaddr6, ip("2001:db8::2"))
+		ae.Bytes(evAttrSport, port(0x1234))
+		ae.Bytes(evAttrDport, port(0xfedc))
+		ae.Uint8(evAttrBackup, 1)
+		ae.Int32(evAttrIfIdx, 12)
+		ae.Uint8(evAttrError, uint8(unix.ECONNRESET))
+	},
+	want: Event{Type: EventSubEstablished, Token: 7, Family: unix.AF_INET6, LocalID: 3, RemoteID: 4,
+		Saddr: netip.MustParseAddr("2001:db8::1"), Daddr: netip.MustParseAddr("2001:db8::2"),
+		Sport: 0x1234, Dport: 0xfedc, Backup: true, IfIndex: 12, Error: int(unix.ECONNRESET)},
+}, {
+	name: "sub closed with reset reason",
+	cmd:  11,
+	data: func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(evAttrToken, 9)
+		ae.Uint32(evAttrResetReason, 5)
+		ae.Uint32(evAttrResetFlags, 1)
+		ae.Uint32(evAttrTimeout, 30)
+	},
+	want: Event{Type: EventSubClosed, Token: 9, ResetReason: 5, ResetFlags: 1, Timeout: 30},
+}, {
+	name: "announced with port",
+	cmd:  6,
+	data: func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(evAttrToken, 2)
+		ae.Uint8(evAttrRemID, 5)
+		ae.Uint16(evAttrFamily, unix.AF_INET)
+		ae.Bytes(evAttrDaddr4, ip("198.51.100.7"))
+		ae.Bytes(evAttrDport, port(8080))
+	},
+	want: Event{Type: EventAnnounced, Token: 2, RemoteID: 5, Family: unix.AF_INET,
+		Daddr: netip.MustParseAddr("198.51.100.7"), Dport: 8080},
+}, {
+	name: "unknown attributes are skipped, also with the nested flag",
+	cmd:  7,
+	data: func(ae *netlink.AttributeEncoder) {
+		ae.Bytes(200, []byte{1, 2, 3}) // odd length: padding must be handled
+		ae.Uint32(evAttrToken, 3)
+		ae.Nested(201, func(nae *netlink.AttributeEncoder) error {
+			nae.Uint64(1, 42)
+			return nil
+		})
+		ae.Uint8(evAttrRemID, 6)
+	},
+	want: Event{Type: EventRemoved, Token: 3, RemoteID: 6},
+}, {
+	name: "unknown event type is kept",
+	cmd:  42,
+	data: func(ae *netlink.AttributeEncoder) { ae.Uint32(evAttrToken, 4) },
+	want: Event{Type: 42, Token: 4},
+}, {
+	name: "no attributes",
+	cmd:  3,
+	data: func(ae *netlink.AttributeEncoder) {},
+	want: Event{Type: EventClosed},
+}}
+
 func TestDecodeEvent(t *testing.T) {
-	tests := []struct {
-		name string
-		cmd  uint8
-		data func(ae *netlink.AttributeEncoder)
-		want Event
-	}{{
-		name: "created IPv4 server side (deprecated attribute only)",
-		cmd:  1,
-		data: func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(evAttrToken, 0xdeadbeef)
-			ae.Uint16(evAttrFamily, unix.AF_INET)
-			ae.Bytes(evAttrSaddr4, ip("192.0.2.1"))
-			ae.Bytes(evAttrDaddr4, ip("192.0.2.2"))
-			ae.Bytes(evAttrSport, port(443))
-			ae.Bytes(evAttrDport, port(50000))
-			ae.Uint8(evAttrServerSide, 1)
-		},
-		want: Event{Type: EventCreated, Token: 0xdeadbeef, Family: unix.AF_INET,
-			Saddr: netip.MustParseAddr("192.0.2.1"), Daddr: netip.MustParseAddr("192.0.2.2"),
-			Sport: 443, Dport: 50000, ServerSide: true},
-	}, {
-		name: "established server side by flag only (6.18 style)",
-		cmd:  2,
-		data: func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(evAttrToken, 1)
-			ae.Uint16(evAttrFlags, uint16(EventFlagServerSide|EventFlagDenyJoinID0))
-		},
-		want: Event{Type: EventEstablished, Token: 1, Flags: EventFlagServerSide | EventFlagDenyJoinID0, ServerSide: true},
-	}, {
-		name: "sub established IPv6 with every subflow attribute",
-		cmd:  10,
-		data: func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(evAttrToken, 7)
-			ae.Uint16(evAttrFamily, unix.AF_INET6)
-			ae.Uint8(evAttrLocID, 3)
-			ae.Uint8(evAttrRemID, 4)
-			ae.Bytes(evAttrSaddr6, ip("2001:db8::1"))
-			ae.Bytes(evAttrDaddr6, ip("2001:db8::2"))
-			ae.Bytes(evAttrSport, port(0x1234))
-			ae.Bytes(evAttrDport, port(0xfedc))
-			ae.Uint8(evAttrBackup, 1)
-			ae.Int32(evAttrIfIdx, 12)
-			ae.Uint8(evAttrError, uint8(unix.ECONNRESET))
-		},
-		want: Event{Type: EventSubEstablished, Token: 7, Family: unix.AF_INET6, LocalID: 3, RemoteID: 4,
-			Saddr: netip.MustParseAddr("2001:db8::1"), Daddr: netip.MustParseAddr("2001:db8::2"),
-			Sport: 0x1234, Dport: 0xfedc, Backup: true, IfIndex: 12, Error: int(unix.ECONNRESET)},
-	}, {
-		name: "sub closed with reset reason",
-		cmd:  11,
-		data: func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(evAttrToken, 9)
-			ae.Uint32(evAttrResetReason, 5)
-			ae.Uint32(evAttrResetFlags, 1)
-			ae.Uint32(evAttrTimeout, 30)
-		},
-		want: Event{Type: EventSubClosed, Token: 9, ResetReason: 5, ResetFlags: 1, Timeout: 30},
-	}, {
-		name: "announced with port",
-		cmd:  6,
-		data: func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(evAttrToken, 2)
-			ae.Uint8(evAttrRemID, 5)
-			ae.Uint16(evAttrFamily, unix.AF_INET)
-			ae.Bytes(evAttrDaddr4, ip("198.51.100.7"))
-			ae.Bytes(evAttrDport, port(8080))
-		},
-		want: Event{Type: EventAnnounced, Token: 2, RemoteID: 5, Family: unix.AF_INET,
-			Daddr: netip.MustParseAddr("198.51.100.7"), Dport: 8080},
-	}, {
-		name: "unknown attributes are skipped, also with the nested flag",
-		cmd:  7,
-		data: func(ae *netlink.AttributeEncoder) {
-			ae.Bytes(200, []byte{1, 2, 3}) // odd length: padding must be handled
-			ae.Uint32(evAttrToken, 3)
-			ae.Nested(201, func(nae *netlink.AttributeEncoder) error {
-				nae.Uint64(1, 42)
-				return nil
-			})
-			ae.Uint8(evAttrRemID, 6)
-		},
-		want: Event{Type: EventRemoved, Token: 3, RemoteID: 6},
-	}, {
-		name: "unknown event type is kept",
-		cmd:  42,
-		data: func(ae *netlink.AttributeEncoder) { ae.Uint32(evAttrToken, 4) },
-		want: Event{Type: 42, Token: 4},
-	}, {
-		name: "no attributes",
-		cmd:  3,
-		data: func(ae *netlink.AttributeEncoder) {},
-		want: Event{Type: EventClosed},
-	}}
+	tests := decodeEventCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := DecodeEvent(tt.cmd, attrs(t, tt.data))

@@ -1,19 +1,16 @@
 package mptcpnl
 
 // Tests against the running kernel. They need root, create their own network
-// namespaces (named mpnl-<random>) and never touch anything outside them.
+// namespaces (named mpnl-<role>-<random>) and never touch anything outside them.
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,7 +19,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
 	"unsafe"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 
 	"golang.org/x/sys/unix"
 
@@ -33,33 +33,6 @@ import (
 // veth pairs inside one host, so events arrive in milliseconds; the margin is
 // for a loaded CI machine.
 const eventTimeout = 5 * time.Second
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-}
-
-// newNS creates a uniquely named namespace that is deleted when the test ends,
-// whether it passes or not.
-func newNS(t *testing.T, role string) string {
-	t.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	name := "mpnl-" + hex.EncodeToString(b) + "-" + role
-	if err := netns.Create(name); err != nil {
-		t.Fatalf("create netns: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := netns.Delete(name); err != nil {
-			t.Errorf("delete netns %s: %v", name, err)
-		}
-	})
-	return name
-}
 
 // ipNS runs `ip -n ns args...` and returns its standard output.
 func ipNS(t *testing.T, ns string, args ...string) string {
@@ -116,8 +89,8 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 }
 
 func TestKernelFamily(t *testing.T) {
-	requireRoot(t)
-	ns := newNS(t, "fam")
+	testenv.RequireRoot(t)
+	ns := testenv.Namespace(t, "mpnl-fam")
 	c := dialNS(t, ns)
 
 	// genl prints e.g. "ID: 0x1c  Version: 0x1"; the ID is global, so the
@@ -168,9 +141,9 @@ func ipLimits(t *testing.T, ns string) Limits {
 }
 
 func TestKernelLimits(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	t.Parallel()
-	ns := newNS(t, "lim")
+	ns := testenv.Namespace(t, "mpnl-lim")
 	c := dialNS(t, ns)
 
 	// Fresh namespace: whatever the kernel default is, both views agree.
@@ -281,9 +254,9 @@ func checkEndpoints(t *testing.T, c *Conn, ns string, want []Endpoint) {
 }
 
 func TestKernelEndpoints(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	t.Parallel()
-	ns := newNS(t, "ep")
+	ns := testenv.Namespace(t, "mpnl-ep")
 	// A signal endpoint with a port opens a listening socket, so its address
 	// must exist; nodad makes the IPv6 address usable at once.
 	ipNS(t, ns, "link", "add", "v1", "type", "veth", "peer", "name", "v2")
@@ -483,9 +456,9 @@ func addrPort(t *testing.T, a net.Addr) netip.AddrPort {
 //	c1 10.0.1.1/24  <---- veth ---->   s1 10.0.1.2/24  (listener)
 //	c2 10.0.2.1/24  <---- veth ---->   s2 10.0.2.2/24
 func TestKernelEvents(t *testing.T) {
-	requireRoot(t)
+	testenv.RequireRoot(t)
 	t.Parallel()
-	cns, sns := newNS(t, "cli"), newNS(t, "srv")
+	cns, sns := testenv.Namespace(t, "mpnl-cli"), testenv.Namespace(t, "mpnl-srv")
 	for _, i := range []string{"1", "2"} {
 		ipNS(t, cns, "link", "add", "c"+i, "type", "veth", "peer", "name", "s"+i, "netns", sns)
 		ipNS(t, cns, "addr", "add", "10.0."+i+".1/24", "dev", "c"+i)
@@ -509,18 +482,7 @@ func TestKernelEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*eventTimeout)
 	defer cancel()
 
-	var ln net.Listener
-	err := netns.Do(sns, func() error {
-		var lc net.ListenConfig
-		lc.SetMultipathTCP(true)
-		var err error
-		ln, err = lc.Listen(ctx, "tcp4", "10.0.1.2:0")
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close() // on early failure; closed explicitly below
+	ln := testenv.Listen(t, sns, "10.0.1.2:0", true) // closed explicitly below
 	lnAddr := addrPort(t, ln.Addr())
 	_, e := sev.waitFor(t, "server LISTENER_CREATED", isType(EventListenerCreated))
 	if e.Family != unix.AF_INET || e.Saddr != lnAddr.Addr() || e.Sport != lnAddr.Port() {
@@ -546,7 +508,7 @@ func TestKernelEvents(t *testing.T) {
 	}()
 
 	var cconn net.Conn
-	err = netns.Do(cns, func() error {
+	err := netns.Do(cns, func() error {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(10, 0, 1, 1)}}
 		d.SetMultipathTCP(true)
 		var err error

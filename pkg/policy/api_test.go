@@ -11,13 +11,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 )
 
 func policyRoot(t *testing.T) (ccRoot, proot string) {
-	ccRoot = testenv.PinRoot(t)
+	ccRoot = testkernel.PinRoot(t)
 	return ccRoot, filepath.Join(filepath.Dir(ccRoot), "mptcp-cc-policy")
 }
 
@@ -42,7 +42,7 @@ func v1Cgroup(t *testing.T) string {
 // pinned.
 func TestAttachBadInput(t *testing.T) {
 	ccRoot, proot := policyRoot(t)
-	name := testenv.Load(t, ccRoot, "lia", cc.Params{})
+	name := testkernel.Load(t, ccRoot, "lia", cc.Params{})
 	cg := newCgroup(t, "")
 	mnt, err := policy.CgroupMount()
 	if err != nil {
@@ -122,7 +122,7 @@ func TestAttachBadInput(t *testing.T) {
 // removed shows as detached and is removed by its old path.
 func TestRuleManagement(t *testing.T) {
 	ccRoot, proot := policyRoot(t)
-	name := testenv.Load(t, ccRoot, "lia", cc.Params{})
+	name := testkernel.Load(t, ccRoot, "lia", cc.Params{})
 	cg := newCgroup(t, "")
 	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
 

@@ -1,11 +1,9 @@
 package policy_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
 type benchConfig struct {
@@ -37,14 +35,7 @@ type benchResult struct {
 // over loopback in cfg.NS; cfg.Bench.Conns connections one after the other,
 // each a one-byte exchange (so both ends are established) and a close.
 func runBench(cfg helperConfig) (benchResult, error) {
-	var ln net.Listener
-	err := netns.Do(cfg.NS, func() error {
-		var lc net.ListenConfig
-		lc.SetMultipathTCP(!cfg.Bench.TCP)
-		var err error
-		ln, err = lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-		return err
-	})
+	ln, err := testenv.ListenIn(cfg.NS, "127.0.0.1:0", !cfg.Bench.TCP)
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -99,22 +90,16 @@ func runBench(cfg helperConfig) (benchResult, error) {
 // switches every subflow to reno, and with one that switches to a loaded
 // BPF CC. Runs alternate, so drift on a shared machine hits all alike.
 func TestBenchPolicySetup(t *testing.T) {
-	if os.Getenv("MPTCP_CC_BENCH") == "" {
-		t.Skip("benchmark: set MPTCP_CC_BENCH=1 (make bench)")
-	}
-	ccRoot := testenv.PinRoot(t)
+	testenv.Bench(t)
+	ccRoot := testkernel.PinRoot(t)
 	proot := filepath.Join(filepath.Dir(ccRoot), "mptcp-cc-policy")
-	ns := "mpcc-bench-" + topo.Suffix()
-	if err := netns.Create(ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = netns.Delete(ns) })
+	ns := testenv.Namespace(t, "mpcc-bench")
 	for _, s := range []string{"net.ipv4.tcp_tw_reuse=1", "net.ipv4.ip_local_port_range=1024 65000", "net.mptcp.enabled=1"} {
 		if err := netns.Exec(ns, "sysctl", "-qw", s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lia := testenv.Load(t, ccRoot, "lia", cc.Params{})
+	lia := testkernel.Load(t, ccRoot, "lia", cc.Params{})
 	def := defaultCC(t, ns)
 
 	type config struct {

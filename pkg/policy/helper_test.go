@@ -21,6 +21,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
@@ -217,7 +218,7 @@ func newCgroup(t testing.TB, parent string) string {
 		}
 		parent = mnt
 	}
-	dir := filepath.Join(parent, "mptcp-cc-test-"+topo.Suffix())
+	dir := filepath.Join(parent, testenv.Unique("mptcp-cc-test-"))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatalf("creating cgroup: %v", err)
 	}
@@ -280,13 +281,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ccRoot := testenv.PinRoot(t)
+	ccRoot := testkernel.PinRoot(t)
 	e := &env{ccRoot: ccRoot, policyRoot: filepath.Join(filepath.Dir(ccRoot), "mptcp-cc-policy")}
-	e.net = testenv.Net(t, topo.Config{
-		Paths:       []int{0, 1},
-		Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}},
-		Subflows:    true,
-	})
+	e.net = testkernel.TwoPaths(t, 20e6)
 	return e
 }
 

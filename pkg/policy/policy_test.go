@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/connctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
@@ -26,7 +27,7 @@ const xferMs = 1200 // each transfer, long enough for the join and a look at it
 // default too.
 func TestPolicyClientCgroup(t *testing.T) {
 	e := newEnv(t)
-	name := testenv.Load(t, e.ccRoot, "olia", cc.Params{})
+	name := testkernel.Load(t, e.ccRoot, "olia", cc.Params{})
 	cg := newCgroup(t, "")
 	e.attach(t, policy.Rule{Cgroup: cg, CC: name})
 	if ids := programsOn(t, cg); len(ids) != 1 {
@@ -34,19 +35,12 @@ func TestPolicyClientCgroup(t *testing.T) {
 	}
 	def := defaultCC(t, e.net.Client)
 
-	srv, err := xfer.Listen(e.net.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkernel.Serve(t, e.net)
 
 	h := spawn(t, cg, helperConfig{Mode: "client", NS: e.net.Client, Conns: []helperConn{
 		{Local: topo.ClientAddr(0).String(), Remote: srv.Addr().String(), ForMs: xferMs},
 	}})
-	outside, err := xfer.Start(xfer.Options{NS: e.net.Client, Local: topo.ClientAddr(0), Remote: srv.Addr(), MPTCP: true, For: xferMs * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	outside := testkernel.Start(t, e.net, srv, xfer.Options{For: xferMs * time.Millisecond})
 	inLocal := netip.MustParseAddrPort(h.next().Locals[0])
 
 	got, subs := e.connCC(t, inLocal, 2, 3*time.Second)
@@ -134,7 +128,7 @@ func TestPolicyClientCgroup(t *testing.T) {
 // run the default, the policy counts the failure, list flags the rule.
 func TestPolicyServerCgroup(t *testing.T) {
 	e := newEnv(t)
-	name := "t_balia_" + topo.Suffix()
+	name := testenv.Unique("t_balia_")
 	balia, _ := cc.Lookup("balia")
 	if err := cc.Load(balia, cc.Options{Name: name, PinRoot: e.ccRoot}); err != nil {
 		t.Fatal(err)
@@ -204,8 +198,8 @@ func TestPolicyServerCgroup(t *testing.T) {
 // IPv6 destinations match IPv6 rules.
 func TestPolicyRules(t *testing.T) {
 	e := newEnv(t)
-	lia := testenv.Load(t, e.ccRoot, "lia", cc.Params{})
-	balia := testenv.Load(t, e.ccRoot, "balia", cc.Params{})
+	lia := testkernel.Load(t, e.ccRoot, "lia", cc.Params{})
+	balia := testkernel.Load(t, e.ccRoot, "balia", cc.Params{})
 	cg := newCgroup(t, "")
 
 	// Two listeners on every server address; one more on the client's
@@ -314,8 +308,8 @@ func TestPolicyRules(t *testing.T) {
 // where it has no matching rule, the parent's policy applies.
 func TestPolicyNestedCgroups(t *testing.T) {
 	e := newEnv(t)
-	lia := testenv.Load(t, e.ccRoot, "lia", cc.Params{})
-	olia := testenv.Load(t, e.ccRoot, "olia", cc.Params{})
+	lia := testkernel.Load(t, e.ccRoot, "lia", cc.Params{})
+	olia := testkernel.Load(t, e.ccRoot, "olia", cc.Params{})
 	parent := newCgroup(t, "")
 	child := newCgroup(t, parent)
 	e.attach(t, policy.Rule{Cgroup: parent, CC: lia})
@@ -350,7 +344,7 @@ func TestPolicyNestedCgroups(t *testing.T) {
 // connection, not the rule.
 func TestPolicyJoinAfterSwitch(t *testing.T) {
 	ccRoot, proot := policyRoot(t)
-	n := testenv.Net(t, topo.Config{
+	n := testkernel.Net(t, topo.Config{
 		Paths:       []int{0, 1, 2},
 		Bottlenecks: []topo.Shaping{{RateBits: 20e6}, {RateBits: 20e6}, {RateBits: 20e6}},
 		Subflows:    true,
@@ -360,16 +354,12 @@ func TestPolicyJoinAfterSwitch(t *testing.T) {
 	if err := netns.Exec(n.Client, "ip", "mptcp", "endpoint", "delete", "id", "2"); err != nil {
 		t.Fatal(err)
 	}
-	lia := testenv.Load(t, ccRoot, "lia", cc.Params{})
-	olia := testenv.Load(t, ccRoot, "olia", cc.Params{})
+	lia := testkernel.Load(t, ccRoot, "lia", cc.Params{})
+	olia := testkernel.Load(t, ccRoot, "olia", cc.Params{})
 	cg := newCgroup(t, "")
 	e.attach(t, policy.Rule{Cgroup: cg, CC: lia})
 
-	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := testkernel.Serve(t, n)
 	h := spawn(t, cg, helperConfig{Mode: "client", NS: n.Client, Conns: []helperConn{
 		{Local: "10.0.0.1", Remote: srv.Addr().String(), ForMs: 2000},
 	}})

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
@@ -77,9 +78,9 @@ func TestMapsErrorPolicy(t *testing.T) {
 // Pinned lists a CC whose map cannot be opened and says which one it is,
 // while still reading the others.
 func TestPinnedErrorPolicy(t *testing.T) {
-	root := testenv.PinRoot(t)
-	good := testenv.Load(t, root, "olia", cc.Params{})
-	bad := testenv.Load(t, root, "lia", cc.Params{})
+	root := testkernel.PinRoot(t)
+	good := testkernel.Load(t, root, "olia", cc.Params{})
+	bad := testkernel.Load(t, root, "lia", cc.Params{})
 	// Unpin the map (and pin it again for the unload at cleanup).
 	m, err := cc.OpenSubflows(root, bad)
 	if err != nil {

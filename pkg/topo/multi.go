@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +89,8 @@ type MultiConfig struct {
 	// Sysctls are set in every host and server namespace, e.g.
 	// "net.ipv4.tcp_no_metrics_save=1".
 	Sysctls []string
+
+	plan *plan // nil: multiPlan
 }
 
 // Multi is a built multi-host network. Close removes it.
@@ -100,6 +101,7 @@ type Multi struct {
 	RouterC string     // core router
 	Servers []string   // namespace of each server
 	cfg     MultiConfig
+	plan    plan
 	base    []int // global instance number of each host's instance 0
 
 	mu        sync.Mutex
@@ -121,15 +123,28 @@ func MultiHostAddr(k, i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(10 + k), byte(i), 1})
 }
 
-func multiRAHostAddr(k, i int) netip.Addr {
-	return netip.AddrFrom4([4]byte{10, byte(10 + k), byte(i), 2})
-}
-func multiRALinkAddr(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 1}) }
-func multiRCLinkAddr(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 2}) }
-func multiRCSrvAddr(m int) netip.Addr  { return netip.AddrFrom4([4]byte{10, 4, byte(m), 1}) }
-
 // MultiServerAddr is the address of server m.
 func MultiServerAddr(m int) netip.Addr { return netip.AddrFrom4([4]byte{10, 4, byte(m), 2}) }
+
+// plan is where a network's addresses come from. BuildMulti uses
+// multiPlan (the plan above); Build keeps its own, older plan (topo.go)
+// on the same builder.
+type plan struct {
+	host, raHost                  func(k, i int) netip.Addr // host path i, both ends
+	raLink, rcLink, rcSrv, server func(j int) netip.Addr    // link j's ends; server m and the RC side of its link
+	// serverExtra lists more addresses (/24, on the server's only
+	// device) that server m answers on; RC routes them to it.
+	serverExtra func(m int) []netip.Addr
+}
+
+var multiPlan = plan{
+	host:   MultiHostAddr,
+	raHost: func(k, i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(10 + k), byte(i), 2}) },
+	raLink: func(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 1}) },
+	rcLink: func(j int) netip.Addr { return netip.AddrFrom4([4]byte{10, 3, byte(j), 2}) },
+	rcSrv:  func(m int) netip.Addr { return netip.AddrFrom4([4]byte{10, 4, byte(m), 1}) },
+	server: MultiServerAddr,
+}
 
 func (c MultiConfig) validate() error {
 	if len(c.Hosts) == 0 {
@@ -182,7 +197,11 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	}
 	id := prefix + "-" + Suffix()
 	m = &Multi{ID: id, RouterA: id + "-ra", RouterC: id + "-rc", cfg: cfg,
-		accessEm: map[int]*linkem.Path{}, serverEm: map[int]*linkem.Path{}}
+		accessEm: map[int]*linkem.Path{}, serverEm: map[int]*linkem.Path{}, plan: multiPlan}
+	if cfg.plan != nil {
+		m.plan = *cfg.plan
+	}
+	a := m.plan
 	k := 0
 	for _, hc := range cfg.Hosts {
 		m.base = append(m.base, k)
@@ -225,14 +244,14 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	for j, lc := range cfg.Links {
 		dev := "l" + strconv.Itoa(j)
 		if lc.emulated() {
-			p, err := startEmulated(fmt.Sprintf("link %d (%s)", j, lc.Name), m.RouterA, dev, multiRALinkAddr(j), m.RouterC, dev, multiRCLinkAddr(j), lc.Shaping)
+			p, err := startEmulated(fmt.Sprintf("link %d (%s)", j, lc.Name), m.RouterA, dev, a.raLink(j), m.RouterC, dev, a.rcLink(j), lc.Shaping)
 			if err != nil {
 				return nil, err
 			}
 			m.setEm(m.accessEm, j, p)
 			continue
 		}
-		if err := m.veth(m.RouterA, dev, multiRALinkAddr(j), m.RouterC, dev, multiRCLinkAddr(j)); err != nil {
+		if err := m.veth(m.RouterA, dev, a.raLink(j), m.RouterC, dev, a.rcLink(j)); err != nil {
 			return nil, err
 		}
 		if err := tbf(m.RouterA, dev, lc.Shaping); err != nil {
@@ -242,20 +261,20 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	}
 	var raBatch, rcBatch []string
 	for j := range cfg.Links {
-		raBatch = append(raBatch, fmt.Sprintf("route add default via %s dev l%d table %d", multiRCLinkAddr(j), j, 200+j))
+		raBatch = append(raBatch, fmt.Sprintf("route add default via %s dev l%d table %d", a.rcLink(j), j, 200+j))
 	}
 
 	// Server links RC -> server.
 	for s, sc := range cfg.Servers {
 		dev := "s" + strconv.Itoa(s)
 		if sc.Link.emulated() {
-			p, err := startEmulated(fmt.Sprintf("server link %d (%s)", s, sc.Name), m.RouterC, dev, multiRCSrvAddr(s), m.Servers[s], "up0", MultiServerAddr(s), sc.Link)
+			p, err := startEmulated(fmt.Sprintf("server link %d (%s)", s, sc.Name), m.RouterC, dev, a.rcSrv(s), m.Servers[s], "up0", a.server(s), sc.Link)
 			if err != nil {
 				return nil, err
 			}
 			m.setEm(m.serverEm, s, p)
 		} else {
-			if err := m.veth(m.RouterC, dev, multiRCSrvAddr(s), m.Servers[s], "up0", MultiServerAddr(s)); err != nil {
+			if err := m.veth(m.RouterC, dev, a.rcSrv(s), m.Servers[s], "up0", a.server(s)); err != nil {
 				return nil, err
 			}
 			if err := tbf(m.RouterC, dev, sc.Link); err != nil {
@@ -266,10 +285,17 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 		if lim == 0 {
 			lim = 8
 		}
-		if err := ipBatch(m.Servers[s], []string{
-			fmt.Sprintf("route add default via %s dev up0", multiRCSrvAddr(s)),
+		sb := []string{
+			fmt.Sprintf("route add default via %s dev up0", a.rcSrv(s)),
 			fmt.Sprintf("mptcp limits set subflows %d add_addr_accepted 8", lim),
-		}); err != nil {
+		}
+		if a.serverExtra != nil {
+			for _, x := range a.serverExtra(s) {
+				sb = append(sb, fmt.Sprintf("addr add %s dev up0", netip.PrefixFrom(x, 24)))
+				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev %s", netip.PrefixFrom(x, 24).Masked(), a.server(s), dev))
+			}
+		}
+		if err := ipBatch(m.Servers[s], sb); err != nil {
 			return nil, err
 		}
 	}
@@ -281,18 +307,18 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 			var hb []string
 			for i, j := range hc.Paths {
 				ra := fmt.Sprintf("h%dp%d", k, i)
-				if err := m.veth(ns, "p"+strconv.Itoa(i), MultiHostAddr(k, i), m.RouterA, ra, multiRAHostAddr(k, i)); err != nil {
+				if err := m.veth(ns, "p"+strconv.Itoa(i), a.host(k, i), m.RouterA, ra, a.raHost(k, i)); err != nil {
 					return nil, err
 				}
-				subnet := netip.PrefixFrom(MultiHostAddr(k, i), 24).Masked().String()
+				subnet := netip.PrefixFrom(a.host(k, i), 24).Masked().String()
 				hb = append(hb,
-					fmt.Sprintf("rule add from %s table %d", MultiHostAddr(k, i), 100+i),
-					fmt.Sprintf("route add default via %s dev p%d table %d", multiRAHostAddr(k, i), i, 100+i))
+					fmt.Sprintf("rule add from %s table %d", a.host(k, i), 100+i),
+					fmt.Sprintf("route add default via %s dev p%d table %d", a.raHost(k, i), i, 100+i))
 				if i == 0 {
-					hb = append(hb, fmt.Sprintf("route add default via %s dev p0", multiRAHostAddr(k, 0)))
+					hb = append(hb, fmt.Sprintf("route add default via %s dev p0", a.raHost(k, 0)))
 				}
 				raBatch = append(raBatch, fmt.Sprintf("rule add from %s table %d", subnet, 200+j))
-				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev l%d", subnet, multiRALinkAddr(j), j))
+				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev l%d", subnet, a.raLink(j), j))
 			}
 			subflows, accepted := hc.MaxSubflows, hc.AddAddrAccepted
 			if subflows == 0 {
@@ -303,7 +329,7 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 			}
 			hb = append(hb, fmt.Sprintf("mptcp limits set subflows %d add_addr_accepted %d", subflows, accepted))
 			if !hc.LateEndpoints {
-				hb = append(hb, endpointCmds(hc, k)...)
+				hb = append(hb, endpointCmds(a, hc, k)...)
 			}
 			if err := ipBatch(ns, hb); err != nil {
 				return nil, err
@@ -321,7 +347,7 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 
 // endpointCmds are the `ip` batch lines that give global host instance k
 // its MPTCP endpoints: every path but the first.
-func endpointCmds(hc HostConfig, k int) []string {
+func endpointCmds(a plan, hc HostConfig, k int) []string {
 	if hc.Endpoints == "none" {
 		return nil
 	}
@@ -334,7 +360,7 @@ func endpointCmds(hc HostConfig, k int) []string {
 		if i < len(hc.Backup) && hc.Backup[i] {
 			flags += " backup"
 		}
-		out = append(out, fmt.Sprintf("mptcp endpoint add %s dev p%d %s", MultiHostAddr(k, i), i, flags))
+		out = append(out, fmt.Sprintf("mptcp endpoint add %s dev p%d %s", a.host(k, i), i, flags))
 	}
 	return out
 }
@@ -344,7 +370,7 @@ func endpointCmds(hc HostConfig, k int) []string {
 func (m *Multi) EndpointCommands(h int) []string {
 	var out []string
 	for inst, ns := range m.Hosts[h] {
-		for _, c := range endpointCmds(m.cfg.Hosts[h], m.base[h]+inst) {
+		for _, c := range endpointCmds(m.plan, m.cfg.Hosts[h], m.base[h]+inst) {
 			out = append(out, "ip -n "+ns+" "+c)
 		}
 	}
@@ -356,7 +382,7 @@ func (m *Multi) EndpointCommands(h int) []string {
 // of the connections already running.
 func (m *Multi) AddEndpoints(h int) error {
 	for inst, ns := range m.Hosts[h] {
-		if err := ipBatch(ns, endpointCmds(m.cfg.Hosts[h], m.base[h]+inst)); err != nil {
+		if err := ipBatch(ns, endpointCmds(m.plan, m.cfg.Hosts[h], m.base[h]+inst)); err != nil {
 			return err
 		}
 	}
@@ -389,10 +415,10 @@ func (m *Multi) Namespaces() []string {
 func (m *Multi) Instance(h, inst int) int { return m.base[h] + inst }
 
 // HostAddr is the address of path i of instance inst of host h.
-func (m *Multi) HostAddr(h, inst, i int) netip.Addr { return MultiHostAddr(m.base[h]+inst, i) }
+func (m *Multi) HostAddr(h, inst, i int) netip.Addr { return m.plan.host(m.base[h]+inst, i) }
 
 // ServerAddr is the address of server s.
-func (m *Multi) ServerAddr(s int) netip.Addr { return MultiServerAddr(s) }
+func (m *Multi) ServerAddr(s int) netip.Addr { return m.plan.server(s) }
 
 // LinkCounters are the counters of one link's data direction.
 type LinkCounters struct {
@@ -469,133 +495,4 @@ func (m *Multi) Close() error {
 
 func (m *Multi) veth(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip.Addr) error {
 	return vethPair(ns1, dev1, a1, ns2, dev2, a2, m.cfg.NoOffload)
-}
-
-// vethPair joins two namespaces with a veth pair, addressed /24 on both
-// sides and up. It is created directly inside the namespaces, so nothing
-// appears in the host's; noOffload turns TSO/GSO/GRO off so queues and drops
-// act on MTU-sized packets, as on a wire.
-func vethPair(ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip.Addr, noOffload bool) error {
-	if err := run("ip", "-n", ns1, "link", "add", dev1, "type", "veth", "peer", "name", dev2, "netns", ns2); err != nil {
-		return err
-	}
-	for _, side := range []struct {
-		ns, dev string
-		addr    netip.Addr
-	}{{ns1, dev1, a1}, {ns2, dev2, a2}} {
-		if noOffload {
-			if err := netns.Exec(side.ns, "ethtool", "-K", side.dev, "tso", "off", "gso", "off", "gro", "off"); err != nil {
-				return err
-			}
-		}
-		if err := ipBatch(side.ns, []string{
-			"addr add " + netip.PrefixFrom(side.addr, 24).String() + " dev " + side.dev,
-			"link set " + side.dev + " up",
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// tbf shapes dev's egress in ns. The burst is 4 ms worth, at least four
-// packets (enough for the timer granularity at these rates); larger GSO
-// packets are segmented by tbf itself.
-func tbf(ns, dev string, sh Shaping) error {
-	if sh.RateBits == 0 {
-		return nil
-	}
-	limit := sh.QueueBytes
-	if limit == 0 {
-		limit = 100 * 1514
-	}
-	burst := uint64(sh.RateBits / 8 / 250)
-	if burst < 4*1514 {
-		burst = 4 * 1514
-	}
-	return netns.Exec(ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-		"rate", strconv.FormatUint(sh.RateBits, 10)+"bit",
-		"burst", strconv.FormatUint(burst, 10), "limit", strconv.FormatUint(uint64(limit), 10))
-}
-
-func startEmulated(name, ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 netip.Addr, sh Shaping) (*linkem.Path, error) {
-	queue := int(sh.QueueBytes)
-	if queue == 0 {
-		queue = 100 * 1500
-	}
-	return linkem.Start(linkem.PathConfig{
-		Name: name, NS1: ns1, NS2: ns2, Dev1: dev1, Dev2: dev2,
-		Addr1: netip.PrefixFrom(a1, 24), Addr2: netip.PrefixFrom(a2, 24),
-		Forward: linkem.DirectionConfig{
-			Rate: int64(sh.RateBits), Delay: sh.Delay, Jitter: sh.Jitter, Loss: sh.Loss,
-			Seed: sh.Seed, QueueBytes: queue, Trace: sh.Trace,
-		},
-		Reverse: linkem.DirectionConfig{Delay: sh.Delay},
-	})
-}
-
-// ipBatch runs ip commands inside a namespace with one process.
-func ipBatch(ns string, cmds []string) error {
-	if len(cmds) == 0 {
-		return nil
-	}
-	cmd := exec.Command("ip", "-n", ns, "-batch", "-")
-	cmd.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip -n %s -batch: %w: %s", ns, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// KillProcesses kills (SIGKILL) every process whose network namespace is ns.
-func KillProcesses(ns string) {
-	if !netns.Exists(ns) {
-		return
-	}
-	out, err := exec.Command("ip", "netns", "pids", ns).Output()
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(out)) {
-		_ = exec.Command("kill", "-9", f).Run()
-	}
-}
-
-// ListPrefix returns the named namespaces whose name starts with prefix.
-func ListPrefix(prefix string) ([]string, error) {
-	out, err := exec.Command("ip", "netns", "list").Output()
-	if err != nil {
-		return nil, fmt.Errorf("ip netns list: %w", err)
-	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && strings.HasPrefix(f[0], prefix) {
-			names = append(names, f[0])
-		}
-	}
-	return names, nil
-}
-
-// CleanPrefix kills the processes in, and removes, every namespace whose
-// name starts with prefix: what a killed builder left behind (emulated
-// links die with their process; veths, routes and qdiscs with their
-// namespace). It returns the names removed.
-func CleanPrefix(prefix string) ([]string, error) {
-	if prefix == "" {
-		return nil, errors.New("refusing to clean with an empty prefix")
-	}
-	names, err := ListPrefix(prefix)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, ns := range names {
-		KillProcesses(ns)
-		if err := netns.Delete(ns); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return names, errors.Join(errs...)
 }

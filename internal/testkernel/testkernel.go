@@ -1,0 +1,171 @@
+// Package testkernel is what the tests of the kernel side share, on top of
+// internal/testenv: a private bpffs for pins, congestion controls loaded
+// under unique names, emulated networks (pkg/topo) and MPTCP transfers
+// across them. Everything is removed at cleanup, even when the test fails.
+package testkernel
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// PinRoot mounts a private bpffs instance for the test and returns a pin
+// root inside it. Unmounting at cleanup drops every pin left in it, so even
+// a test that forgot to unload leaves nothing registered.
+func PinRoot(t testing.TB) string {
+	t.Helper()
+	testenv.RequireRoot(t)
+	dir := filepath.Join(t.TempDir(), "bpffs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("bpf", dir, "bpf", 0, "mode=0700"); err != nil {
+		t.Fatalf("mounting a private bpffs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", dir, err)
+		}
+	})
+	return filepath.Join(dir, "mptcp-cc")
+}
+
+// Load loads an algorithm under a unique name (so tests never collide with
+// what a user loaded) and unloads it at cleanup. It returns the name.
+func Load(t testing.TB, root, algo string, p cc.Params) string {
+	t.Helper()
+	a, err := cc.Lookup(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := testenv.Unique("t_" + algo + "_")
+	if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: p}); err != nil {
+		t.Fatalf("loading %s: %v", algo, err)
+	}
+	t.Cleanup(func() {
+		if err := cc.Unload(name, root); err != nil {
+			t.Errorf("unloading %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// UnloadAtCleanup unloads, at cleanup, those of names that are registered
+// then: for congestion controls that something else (a daemon, a command)
+// loads and should have unloaded.
+func UnloadAtCleanup(t testing.TB, root string, names ...string) {
+	t.Cleanup(func() {
+		for _, n := range names {
+			if cc.IsRegistered(n) {
+				_ = cc.Unload(n, root)
+			}
+		}
+	})
+}
+
+// Net builds a topology and removes it at cleanup.
+func Net(t testing.TB, cfg topo.Config) *topo.Net {
+	t.Helper()
+	testenv.RequireRoot(t)
+	n, err := topo.Build(cfg)
+	if err != nil {
+		t.Fatalf("building the network: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("removing the network: %v", err)
+		}
+	})
+	return n
+}
+
+// TwoPaths is the network most tests use: two client paths, each through
+// its own bottleneck of the given rate (0: unshaped), one MPTCP subflow on
+// each.
+func TwoPaths(t testing.TB, rateBits uint64) *topo.Net {
+	t.Helper()
+	return Net(t, topo.Config{
+		Paths:       []int{0, 1},
+		Bottlenecks: []topo.Shaping{{RateBits: rateBits}, {RateBits: rateBits}},
+		Subflows:    true,
+	})
+}
+
+// Serve starts an MPTCP sink on the server's address in n (a port of the
+// kernel's choice), closed at cleanup.
+func Serve(t testing.TB, n *topo.Net) *xfer.Server {
+	t.Helper()
+	srv, err := xfer.Listen(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// client fills in what o leaves out: an MPTCP connection from the client's
+// path 0 in n to srv.
+func client(n *topo.Net, srv *xfer.Server, o xfer.Options) xfer.Options {
+	if o.NS == "" {
+		o.NS = n.Client
+	}
+	if !o.Local.IsValid() {
+		o.Local = topo.ClientAddr(0)
+	}
+	if !o.Remote.IsValid() {
+		o.Remote = srv.Addr()
+	}
+	o.MPTCP = true
+	return o
+}
+
+// Start starts a transfer to srv (Options as for xfer.Start; NS, Local and
+// Remote default to n's client, its path 0 and srv; always MPTCP).
+func Start(t testing.TB, n *topo.Net, srv *xfer.Server, o xfer.Options) *xfer.Client {
+	t.Helper()
+	c, err := xfer.Start(client(n, srv, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Transfer is Serve and Start together: the sink and a transfer to it,
+// already running.
+func Transfer(t testing.TB, n *topo.Net, o xfer.Options) (*xfer.Server, *xfer.Client) {
+	t.Helper()
+	srv := Serve(t, n)
+	return srv, Start(t, n, srv, o)
+}
+
+// Run is Start that waits for the transfer's result.
+func Run(n *topo.Net, srv *xfer.Server, o xfer.Options) (xfer.Result, error) {
+	return xfer.Run(client(n, srv, o))
+}
+
+// Subflows returns the live subflows of the congestion control loaded as
+// name under root.
+func Subflows(t testing.TB, root, name string) []stats.Subflow {
+	t.Helper()
+	all, err := stats.ReadAll(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []stats.Subflow
+	for _, s := range all {
+		if s.CC == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
