@@ -9,17 +9,17 @@ package daemon
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/netip"
 	"path"
+	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/strictyaml"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 )
@@ -109,25 +109,10 @@ type Events struct {
 // MaxConfigBytes bounds the size of a configuration file.
 const MaxConfigBytes = 1 << 20
 
-// Problem is one thing wrong with a configuration.
-type Problem struct {
-	Line  int    // 0 when unknown
-	Field string // e.g. algorithms[1].algo; "" for the whole file
-	Msg   string
-}
-
-func (p Problem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	}
-	if p.Field != "" {
-		b.WriteString(p.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
+// Problem is one thing wrong with a configuration: its line (0 when
+// unknown), its field (e.g. algorithms[1].algo; "" for the whole file) and
+// what is wrong.
+type Problem = strictyaml.Problem
 
 // ConfigError lists every problem found in a configuration.
 type ConfigError struct {
@@ -171,23 +156,17 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 	if len(data) > MaxConfigBytes {
 		return cfg, &ConfigError{Problems: []Problem{{Msg: fmt.Sprintf("the file is %d bytes; a configuration is at most %d", len(data), MaxConfigBytes)}}}
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return cfg, &ConfigError{Problems: yamlProblems(err, nil, data)}
+	root, probs := strictyaml.Parse(data)
+	if len(probs) > 0 {
+		return cfg, &ConfigError{Problems: probs}
 	}
 	empty := len(root.Content) == 0 || root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null"
 	if !empty && root.Content[0].Kind != yaml.MappingNode {
 		return cfg, &ConfigError{Problems: []Problem{{Line: root.Content[0].Line, Msg: "the configuration must be a mapping (key: value lines), e.g. `algorithms: [{algo: olia}]`"}}}
 	}
 	if !empty {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil {
-			return Config{}, &ConfigError{Problems: yamlProblems(err, &root, data)}
-		}
-		var extra yaml.Node
-		if err := dec.Decode(&extra); err == nil {
-			return Config{}, &ConfigError{Problems: []Problem{{Line: extra.Line, Msg: "more than one YAML document; a configuration is one document"}}}
+		if probs, _ := configDecoder.Decode(root, "", &cfg); len(probs) > 0 {
+			return Config{}, &ConfigError{Problems: probs}
 		}
 	}
 	// An empty list and an absent one mean the same.
@@ -206,7 +185,7 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 	if probs := cfg.validate(); len(probs) > 0 {
 		for i := range probs {
 			if probs[i].Line == 0 {
-				probs[i].Line = lineOf(&root, probs[i].Field)
+				probs[i].Line = strictyaml.Line(root, probs[i].Field)
 			}
 		}
 		return Config{}, &ConfigError{Problems: probs}
@@ -223,81 +202,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-var (
-	yamlLineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	yamlUnknownRe = regexp.MustCompile(`^field (\S+) not found in type daemon\.(\w+)$`)
-	yamlTypeRe    = regexp.MustCompile("^cannot unmarshal (!!\\w+) `(.*)` into (\\S+)$")
-)
-
-var knownFields = map[string]string{
-	"Config":    "bpffs, policy_bpffs, on_exit, algorithms, policies, metrics, events",
-	"Algorithm": "name, algo, lisa, rsf_target, trace",
-	"Policy":    "cgroup, cc, algo, dst, dst_port, tcp",
-	"Metrics":   "listen_address, allow_remote, max_subflows",
-	"Events":    "enabled, namespaces",
-}
-
-var sectionName = map[string]string{
-	"Config": "the top level", "Algorithm": "an algorithms entry", "Policy": "a policies entry",
-	"Metrics": "metrics", "Events": "events",
-}
-
-// yamlProblems turns the decoder's messages (which name Go types) into
-// messages that name the configuration's fields.
-func yamlProblems(err error, root *yaml.Node, data []byte) []Problem {
-	var lines []string
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		lines = te.Errors
-	} else {
-		lines = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	var out []Problem
-	for _, l := range lines {
-		p := Problem{Msg: l}
-		if m := yamlLineRe.FindStringSubmatch(l); m != nil {
-			p.Line, _ = strconv.Atoi(m[1])
-			p.Msg = m[2]
-		}
-		value := ""
-		if m := yamlUnknownRe.FindStringSubmatch(p.Msg); m != nil {
-			p.Msg = fmt.Sprintf("unknown field %q in %s (known fields: %s)", m[1], sectionName[m[2]], knownFields[m[2]])
-			value = m[1]
-		} else if m := yamlTypeRe.FindStringSubmatch(p.Msg); m != nil {
-			p.Msg = fmt.Sprintf("%q is not %s", m[2], goTypeName(m[3]))
-			value = m[2]
-		}
-		if root != nil && p.Line > 0 {
-			p.Field = fieldAtLine(root, p.Line, value)
-		}
-		if root == nil && p.Line > 0 {
-			if lines := bytes.Split(data, []byte("\n")); p.Line <= len(lines) && bytes.ContainsRune(lines[p.Line-1], '\t') {
-				p.Msg += " (the line has a tab: YAML indents with spaces only)"
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func goTypeName(t string) string {
-	switch {
-	case t == "time.Duration":
-		return "a duration (a number with a unit, e.g. 10ms or 1.5s)"
-	case t == "bool":
-		return "a boolean (true or false)"
-	case t == "uint16":
-		return "a port number (0 to 65535)"
-	case t == "int" || t == "*int":
-		return "an integer"
-	case t == "string" || t == "daemon.OnExit":
-		return "a string"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	default:
-		return "a mapping"
-	}
-}
+// configDecoder says what the one field whose Go type says too little is;
+// an empty section (metrics: with nothing under it) is fine.
+var configDecoder = strictyaml.Decoder{Types: map[reflect.Type]string{
+	reflect.TypeOf(uint16(0)): "a port number (0 to 65535)",
+}, AllowNull: true}
 
 var validCCName = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
 
@@ -488,109 +397,4 @@ func (c Config) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), enc.Close()
-}
-
-// fieldPath splits "policies[1].dst" into ["policies", 1, "dst"].
-func fieldPath(f string) []any {
-	var out []any
-	for _, part := range strings.Split(f, ".") {
-		name, idx, ok := strings.Cut(part, "[")
-		if name != "" {
-			out = append(out, name)
-		}
-		if ok {
-			if n, err := strconv.Atoi(strings.TrimSuffix(idx, "]")); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
-// lineOf finds the line of a field path in the document (the closest
-// existing ancestor when the field itself is absent).
-func lineOf(root *yaml.Node, field string) int {
-	if root == nil || len(root.Content) == 0 || field == "" {
-		return 0
-	}
-	n := root.Content[0]
-	line := n.Line
-	for _, step := range fieldPath(field) {
-		switch s := step.(type) {
-		case string:
-			if n.Kind != yaml.MappingNode {
-				return line
-			}
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == s {
-					line = n.Content[i].Line
-					n = n.Content[i+1]
-					found = true
-					break
-				}
-			}
-			if !found {
-				return line
-			}
-		case int:
-			if n.Kind != yaml.SequenceNode || s >= len(n.Content) {
-				return line
-			}
-			n = n.Content[s]
-			line = n.Line
-		}
-	}
-	return line
-}
-
-// fieldAtLine names the key on a line, as a path ("policies[0].dst_port"):
-// the key whose name or scalar value is value if there are several.
-func fieldAtLine(root *yaml.Node, line int, value string) string {
-	first := ""
-	var walk func(n *yaml.Node, prefix string) string
-	walk = func(n *yaml.Node, prefix string) string {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				if f := walk(c, prefix); f != "" {
-					return f
-				}
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				p := k.Value
-				if prefix != "" {
-					p = prefix + "." + k.Value
-				}
-				if k.Line == line {
-					if value == "" || k.Value == value || v.Kind == yaml.ScalarNode && v.Value == value {
-						return p
-					}
-					if first == "" {
-						first = p
-					}
-				}
-				if f := walk(v, p); f != "" {
-					return f
-				}
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				p := fmt.Sprintf("%s[%d]", prefix, i)
-				if c.Kind == yaml.ScalarNode && c.Line == line {
-					return p
-				}
-				if f := walk(c, p); f != "" {
-					return f
-				}
-			}
-		}
-		return ""
-	}
-	if f := walk(root, ""); f != "" {
-		return f
-	}
-	return first
 }
