@@ -213,109 +213,136 @@ var validCCName = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
 // validate returns every problem, with field paths (lines are found by
 // ParseConfig).
 func (c Config) validate() []Problem {
-	var probs []Problem
-	bad := func(field, format string, args ...any) {
-		probs = append(probs, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
+	var v validation
+	v.top(c)
+	byAlgo := v.algorithms(c.Algorithms)
+	v.policies(c.Policies, byAlgo)
+	v.metricsAndEvents(c.Metrics, c.Events)
+	return v.probs
+}
+
+// validation collects the problems of a configuration.
+type validation struct{ probs []Problem }
+
+func (v *validation) bad(field, format string, args ...any) {
+	v.probs = append(v.probs, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// top checks on_exit and the pin roots.
+func (v *validation) top(c Config) {
 	switch c.OnExit {
 	case "", OnExitKeep, OnExitRemove:
 	default:
-		bad("on_exit", "%q is neither keep nor remove", c.OnExit)
+		v.bad("on_exit", "%q is neither keep nor remove", c.OnExit)
 	}
 	if c.BPFFS != "" && !path.IsAbs(c.BPFFS) {
-		bad("bpffs", "%q is not an absolute path", c.BPFFS)
+		v.bad("bpffs", "%q is not an absolute path", c.BPFFS)
 	}
 	if c.PolicyBPFFS != "" && !path.IsAbs(c.PolicyBPFFS) {
-		bad("policy_bpffs", "%q is not an absolute path", c.PolicyBPFFS)
+		v.bad("policy_bpffs", "%q is not an absolute path", c.PolicyBPFFS)
 	}
 	if c.BPFFS != "" && c.PolicyBPFFS != "" && path.Clean(c.BPFFS) == path.Clean(c.PolicyBPFFS) {
-		bad("policy_bpffs", "must differ from bpffs (%s): algorithms and policies are pinned in separate directories", c.BPFFS)
+		v.bad("policy_bpffs", "must differ from bpffs (%s): algorithms and policies are pinned in separate directories", c.BPFFS)
 	}
+}
 
+// algorithms checks the algorithms list; it returns the registered names
+// of each algorithm.
+func (v *validation) algorithms(algos []Algorithm) map[string][]string {
 	names := map[string]int{}
 	byAlgo := map[string][]string{}
-	for i, a := range c.Algorithms {
+	for i, a := range algos {
 		f := fmt.Sprintf("algorithms[%d]", i)
 		if a.Algo == "" {
-			bad(f+".algo", "missing: one of %s", strings.Join(cc.Names(), ", "))
+			v.bad(f+".algo", "missing: one of %s", strings.Join(cc.Names(), ", "))
 			continue
 		}
 		alg, err := cc.Lookup(a.Algo)
 		if err != nil {
-			bad(f+".algo", "%v", err)
+			v.bad(f+".algo", "%v", err)
 			continue
 		}
 		name := a.Name
 		if name == "" {
 			name = alg.DefaultName()
 		} else if !validCCName.MatchString(name) {
-			bad(f+".name", "%q: a congestion control name is 1 to 15 characters of a-z, 0-9, '_' and '-'", name)
+			v.bad(f+".name", "%q: a congestion control name is 1 to 15 characters of a-z, 0-9, '_' and '-'", name)
 		}
 		if j, dup := names[name]; dup {
-			bad(f+".name", "%q is also the name of algorithms[%d]; give one of them another name", name, j)
+			v.bad(f+".name", "%q is also the name of algorithms[%d]; give one of them another name", name, j)
 		}
 		names[name] = i
 		byAlgo[a.Algo] = append(byAlgo[a.Algo], name)
 		if a.RSFTarget < 0 || a.RSFTarget > time.Hour {
-			bad(f+".rsf_target", "%v is out of range (0 to 1h)", a.RSFTarget)
+			v.bad(f+".rsf_target", "%v is out of range (0 to 1h)", a.RSFTarget)
 		} else if a.RSFTarget > 0 && a.RSFTarget < time.Microsecond {
-			bad(f+".rsf_target", "%v is below the microsecond resolution of the parameter", a.RSFTarget)
+			v.bad(f+".rsf_target", "%v is below the microsecond resolution of the parameter", a.RSFTarget)
 		}
 	}
+	return byAlgo
+}
 
+// policies checks the policies against each other and the algorithms.
+func (v *validation) policies(pols []Policy, byAlgo map[string][]string) {
 	rules := map[string]int{}
-	for i, p := range c.Policies {
+	for i, p := range pols {
 		f := fmt.Sprintf("policies[%d]", i)
 		if p.Cgroup == "" {
-			bad(f+".cgroup", "missing: a cgroup v2 directory, absolute or relative to the cgroup v2 mount")
+			v.bad(f+".cgroup", "missing: a cgroup v2 directory, absolute or relative to the cgroup v2 mount")
 		} else if strings.ContainsRune(p.Cgroup, 0) {
-			bad(f+".cgroup", "contains a NUL byte")
+			v.bad(f+".cgroup", "contains a NUL byte")
 		} else {
 			dst, _ := parseDst(p.Dst)
 			key := fmt.Sprintf("%s|%v|%d", path.Clean(p.Cgroup), dst, p.DstPort)
 			if j, dup := rules[key]; dup {
-				bad(f, "policies[%d] already has a rule for cgroup %q with the same dst and dst_port; merge them", j, p.Cgroup)
+				v.bad(f, "policies[%d] already has a rule for cgroup %q with the same dst and dst_port; merge them", j, p.Cgroup)
 			}
 			rules[key] = i
 		}
-		switch {
-		case p.CC != "" && p.Algo != "":
-			bad(f, "give either cc (a registered name) or algo (an algorithm of this file), not both")
-		case p.CC == "" && p.Algo == "":
-			bad(f+".cc", "missing: the congestion control to give the cgroup (cc: NAME, or algo: ALGO of this file)")
-		case p.CC != "" && !validCCName.MatchString(p.CC):
-			bad(f+".cc", "%q is not a congestion control name (1 to 15 characters of a-z, 0-9, '_' and '-')", p.CC)
-		case p.Algo != "":
-			if _, err := cc.Lookup(p.Algo); err != nil {
-				bad(f+".algo", "%v", err)
-			} else if n := byAlgo[p.Algo]; len(n) == 0 {
-				bad(f+".algo", "%q is not in this file's algorithms list; add it there, or name a registered congestion control with cc:", p.Algo)
-			} else if len(n) > 1 {
-				bad(f+".algo", "%q is loaded under several names (%s): say which with cc:", p.Algo, strings.Join(n, ", "))
-			}
-		}
+		v.policyCC(f, p, byAlgo)
 		if p.Dst != "" {
 			if _, err := parseDst(p.Dst); err != nil {
-				bad(f+".dst", "%v", err)
+				v.bad(f+".dst", "%v", err)
 			}
 		}
 	}
+}
 
-	m := c.Metrics
+// policyCC checks what congestion control a policy gives (field f).
+func (v *validation) policyCC(f string, p Policy, byAlgo map[string][]string) {
+	switch {
+	case p.CC != "" && p.Algo != "":
+		v.bad(f, "give either cc (a registered name) or algo (an algorithm of this file), not both")
+	case p.CC == "" && p.Algo == "":
+		v.bad(f+".cc", "missing: the congestion control to give the cgroup (cc: NAME, or algo: ALGO of this file)")
+	case p.CC != "" && !validCCName.MatchString(p.CC):
+		v.bad(f+".cc", "%q is not a congestion control name (1 to 15 characters of a-z, 0-9, '_' and '-')", p.CC)
+	case p.Algo != "":
+		if _, err := cc.Lookup(p.Algo); err != nil {
+			v.bad(f+".algo", "%v", err)
+		} else if n := byAlgo[p.Algo]; len(n) == 0 {
+			v.bad(f+".algo", "%q is not in this file's algorithms list; add it there, or name a registered congestion control with cc:", p.Algo)
+		} else if len(n) > 1 {
+			v.bad(f+".algo", "%q is loaded under several names (%s): say which with cc:", p.Algo, strings.Join(n, ", "))
+		}
+	}
+}
+
+// metricsAndEvents checks the metrics endpoint and the watched namespaces.
+func (v *validation) metricsAndEvents(m Metrics, e Events) {
 	if m.ListenAddress != "" {
 		if err := metrics.CheckListenAddress(m.ListenAddress, m.AllowRemote); err != nil {
-			bad("metrics.listen_address", "%v", err)
+			v.bad("metrics.listen_address", "%v", err)
 		}
 	}
 	if m.MaxSubflows != nil && (*m.MaxSubflows < 0 || *m.MaxSubflows > 1<<20) {
-		bad("metrics.max_subflows", "%d is out of range (0 to %d; 0 exports the aggregates only)", *m.MaxSubflows, 1<<20)
+		v.bad("metrics.max_subflows", "%d is out of range (0 to %d; 0 exports the aggregates only)", *m.MaxSubflows, 1<<20)
 	}
-	for i, n := range c.Events.Namespaces {
+	for i, n := range e.Namespaces {
 		if n == "" || strings.ContainsAny(n, "/\x00") || n == "." || n == ".." {
-			bad(fmt.Sprintf("events.namespaces[%d]", i), "%q is not a network namespace name (as `ip netns list` shows them)", n)
+			v.bad(fmt.Sprintf("events.namespaces[%d]", i), "%q is not a network namespace name (as `ip netns list` shows them)", n)
 		}
 	}
-	return probs
 }
 
 // parseDst accepts a prefix (10.0.0.0/8, 2001:db8::/32) or a single address.
