@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
@@ -135,7 +135,7 @@ func client(args []string) error {
 	}
 	o := xfer.Options{NS: *ns, Remote: remote, MPTCP: *mptcp, CC: *cc, For: *dur}
 	if *bytesF != "" {
-		if o.Bytes, err = lab.ParseSize(*bytesF); err != nil || o.Bytes <= 0 {
+		if o.Bytes, err = scenario.ParseSize(*bytesF); err != nil || o.Bytes <= 0 {
 			return fmt.Errorf("--bytes %q: want a positive size", *bytesF)
 		}
 	}

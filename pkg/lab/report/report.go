@@ -1,4 +1,7 @@
-package lab
+// Package report turns the results of scenario runs into summaries,
+// tables and charts. It needs no root and no kernel: everything it reads
+// and writes is files (what pkg/lab/runner wrote, or committed copies).
+package report
 
 import (
 	"bytes"
@@ -9,13 +12,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/strictyaml"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 )
 
 // A report spec turns the summaries of several scenario runs into tables
@@ -110,15 +115,8 @@ func Report(specPath, resultsDir string) ([]string, error) {
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, err
 	}
-	e := &errList{file: specPath}
-	if len(doc.Content) == 1 {
-		e.checkKeys(doc.Content[0], reflect.TypeOf(spec), "")
-	}
-	if err := e.err(); err != nil {
-		return nil, err
-	}
-	if err := doc.Decode(&spec); err != nil {
-		return nil, err
+	if probs, _ := strictyaml.Decode(&doc, "", &spec); len(probs) > 0 {
+		return nil, strictyaml.Err(specPath, probs)
 	}
 	base := filepath.Dir(specPath)
 	page := filepath.Join(base, spec.Page)
@@ -268,7 +266,7 @@ func renderTable(t ReportTable, load func(string) (*Summary, error)) (string, []
 		for ci, c := range t.Columns {
 			id := c.Variant
 			if r.Sweep != "" {
-				id += "@" + sanitize(r.Sweep)
+				id += "@" + scenario.Sanitize(r.Sweep)
 			}
 			x := cell{mean: math.NaN(), sd: math.NaN(), paper: math.NaN()}
 			if ci < len(r.Paper) && r.Paper[ci] != nil {
@@ -461,7 +459,7 @@ func sanitizeCase(id string) string {
 	if !ok {
 		return id
 	}
-	return v + "@" + sanitize(sw)
+	return v + "@" + scenario.Sanitize(sw)
 }
 
 // readRepRaw reads a repetition's flows.csv-equivalent result.json and its
@@ -529,7 +527,7 @@ func Summarize(dir string) (*Summary, error) {
 	if _, err := os.Stat(old.File); err == nil {
 		src = old.File // relative traces resolve against the original
 	}
-	f, err := Load(src)
+	f, err := scenario.Load(src)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +547,7 @@ func Summarize(dir string) (*Summary, error) {
 				return nil, err
 			}
 			// Judged again by today's rule, not the one the run had.
-			an := findAnomalies(r.Samples)
+			an := FindAnomalies(r.Samples)
 			for i := range r.Flows {
 				r.Flows[i].Anomaly = an[r.Flows[i].Name]
 			}
@@ -560,7 +558,7 @@ func Summarize(dir string) (*Summary, error) {
 			reps = append(reps, r)
 		}
 		sort.Slice(reps, func(i, j int) bool { return reps[i].Rep < reps[j].Rep })
-		sum.Cases = append(sum.Cases, summarizeCase(c, reps))
+		sum.Cases = append(sum.Cases, SummarizeCase(c, reps))
 	}
-	return &sum, writeSummary(dir, &sum)
+	return &sum, WriteSummary(dir, &sum)
 }

@@ -1,4 +1,4 @@
-package lab
+package report
 
 import (
 	"encoding/csv"
@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 )
 
 // FlowResult is one transfer of one repetition.
@@ -247,24 +250,26 @@ func (r *RepResult) anomaly() string {
 
 // Summary is the result of running a scenario file.
 type Summary struct {
-	Scenario    string         `json:"scenario"`
-	File        string         `json:"file"`
-	Run         RunID          `json:"run_id"`
-	Command     string         `json:"command"`
-	Started     time.Time      `json:"started"`
-	Seconds     float64        `json:"seconds"`
-	Kernel      string         `json:"kernel"`
-	Commit      string         `json:"commit,omitempty"`
-	Repetitions int            `json:"repetitions"`
-	SweepName   string         `json:"sweep_name,omitempty"`
-	SweepValues []string       `json:"sweep_values,omitempty"`
-	Variants    []string       `json:"variants"`
-	CCs         []*LoadedCC    `json:"loaded_ccs"`
-	Cases       []CaseSummary  `json:"cases"`
-	Reference   map[string]any `json:"reference,omitempty"`
-	Failed      int            `json:"failed_reps"`
+	Scenario    string    `json:"scenario"`
+	File        string    `json:"file"`
+	Run         string    `json:"run_id"`
+	Command     string    `json:"command"`
+	Started     time.Time `json:"started"`
+	Seconds     float64   `json:"seconds"`
+	Kernel      string    `json:"kernel"`
+	Commit      string    `json:"commit,omitempty"`
+	Repetitions int       `json:"repetitions"`
+	SweepName   string    `json:"sweep_name,omitempty"`
+	SweepValues []string  `json:"sweep_values,omitempty"`
+	Variants    []string  `json:"variants"`
+	// CCs are the congestion controls the run loaded, as the runner
+	// recorded them (spec, kernel name, parameters).
+	CCs       json.RawMessage `json:"loaded_ccs"`
+	Cases     []CaseSummary   `json:"cases"`
+	Reference map[string]any  `json:"reference,omitempty"`
+	Failed    int             `json:"failed_reps"`
 	// Merged lists earlier runs whose cases this summary kept (run --case).
-	Merged []RunID `json:"merged_runs,omitempty"`
+	Merged []string `json:"merged_runs,omitempty"`
 }
 
 // Case finds a case summary by id.
@@ -333,7 +338,9 @@ func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
 	return n
 }
 
-func summarizeCase(c Case, reps []*RepResult) CaseSummary {
+// SummarizeCase summarises one case over its repetitions; repetitions
+// with an error or an anomaly do not count in the metrics.
+func SummarizeCase(c scenario.Case, reps []*RepResult) CaseSummary {
 	cs := CaseSummary{ID: c.ID, Variant: c.Variant, Sweep: c.Sweep, Links: map[string]Stat{}}
 	var clean []*RepResult
 	for _, r := range reps {
@@ -455,8 +462,8 @@ func ff(v float64) string {
 func fu(v uint64) string { return strconv.FormatUint(v, 10) }
 func fi(v int64) string  { return strconv.FormatInt(v, 10) }
 
-// writeRep writes one repetition's files into r.Dir.
-func writeRep(r *RepResult, rec Record, interval time.Duration) error {
+// WriteRep writes one repetition's files into r.Dir.
+func WriteRep(r *RepResult, rec scenario.Record, interval time.Duration) error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}
@@ -681,8 +688,8 @@ func cwndSeries(r *RepResult) (per, sums []Series) {
 	return per, sums
 }
 
-// writeSummary writes summary.json, summary.csv and the bar/sweep charts.
-func writeSummary(dir string, s *Summary) error {
+// WriteSummary writes summary.json, summary.csv and the bar/sweep charts.
+func WriteSummary(dir string, s *Summary) error {
 	if err := writeJSON(filepath.Join(dir, "summary.json"), s); err != nil {
 		return err
 	}
@@ -754,7 +761,7 @@ func summaryChart(s *Summary, metric, label string) []byte {
 			}
 			for i, sv := range s.SweepValues {
 				st := Stat{Mean: math.NaN()}
-				if c := s.Case(v + "@" + sanitize(sv)); c != nil {
+				if c := s.Case(v + "@" + scenario.Sanitize(sv)); c != nil {
 					if g := c.Group(fl); g != nil {
 						st = g.Metrics[metric]
 					}
@@ -767,4 +774,102 @@ func summaryChart(s *Summary, metric, label string) []byte {
 		}
 	}
 	return lc.SVG()
+}
+
+// MergeSummary keeps, when only some cases were run (--case), the other
+// cases of an earlier run of the same scenario in the summary, so that a
+// failed or interrupted case can be re-run alone. Cases follow the file's
+// order.
+func MergeSummary(path string, f *scenario.File, sum *Summary) {
+	old, err := ReadSummary(path)
+	if err != nil || old.Scenario != sum.Scenario {
+		return
+	}
+	have := map[string]CaseSummary{}
+	for _, c := range old.Cases {
+		have[c.ID] = c
+	}
+	for _, c := range sum.Cases {
+		have[c.ID] = c
+	}
+	sum.Cases, sum.Variants = nil, nil
+	seenV := map[string]bool{}
+	for _, c := range f.Cases {
+		cs, ok := have[c.ID]
+		if !ok {
+			continue
+		}
+		sum.Cases = append(sum.Cases, cs)
+		if !seenV[c.Variant] {
+			seenV[c.Variant] = true
+			sum.Variants = append(sum.Variants, c.Variant)
+		}
+	}
+	sum.Merged = append(old.Merged, old.Run)
+}
+
+// Brief is a repetition in one line, for the run log.
+func Brief(r *RepResult) string {
+	if r.Error != "" && len(r.Flows) == 0 {
+		return "FAILED: " + r.Error
+	}
+	groups := map[string][]FlowResult{}
+	var order []string
+	for _, f := range r.Flows {
+		if _, ok := groups[f.Flow]; !ok {
+			order = append(order, f.Flow)
+		}
+		groups[f.Flow] = append(groups[f.Flow], f)
+	}
+	var parts []string
+	for _, g := range order {
+		fl := groups[g]
+		var thr, comp []float64
+		var rt uint64
+		for _, f := range fl {
+			thr = append(thr, f.ThroughputMbps)
+			comp = append(comp, f.CompletionS)
+			rt += f.Retrans
+		}
+		p := fmt.Sprintf("%s %.2f Mbit/s", g, mean(thr))
+		if len(fl) > 1 {
+			p = fmt.Sprintf("%s x%d %.2f Mbit/s each", g, len(fl), mean(thr))
+		}
+		if fl[0].RequestBytes > 0 {
+			p += fmt.Sprintf(" in %.3f s", mean(comp))
+		}
+		p += fmt.Sprintf(", %d retrans", rt)
+		for _, f := range fl {
+			if f.Anomaly != "" {
+				p += " [ANOMALY " + f.Name + ": " + f.Anomaly + "]"
+				break
+			}
+		}
+		parts = append(parts, p)
+	}
+	s := strings.Join(parts, "; ") + fmt.Sprintf(" (%.1f s)", r.Seconds)
+	if r.Error != "" {
+		s += " ERROR: " + r.Error
+	}
+	return s
+}
+
+// maxPlausibleCwnd: no window in the lab's networks comes near a million
+// segments (1.5 GB in flight); beyond it a sample is a bug, not a state.
+const maxPlausibleCwnd = 1 << 20
+
+// FindAnomalies returns, per flow, the first sample with an implausible
+// window. Only cwnd counts: the kernel can store an implausible ssthresh
+// that our congestion controls then replace (docs/algorithms.md, "The
+// window guard"), and a sample may catch it in between; it changes nothing
+// unless it reaches cwnd, which is what sends.
+func FindAnomalies(samples []SubflowSample) map[string]string {
+	out := map[string]string{}
+	for _, s := range samples {
+		if _, seen := out[s.Flow]; !seen && s.Cwnd > maxPlausibleCwnd {
+			out[s.Flow] = fmt.Sprintf("subflow %d (%s) had cwnd %d, ssthresh %d at t=%.2fs: implausible (kernel-stored window not repaired?)",
+				s.Subflow, s.Path, s.Cwnd, s.Ssthresh, s.T)
+		}
+	}
+	return out
 }

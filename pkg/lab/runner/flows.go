@@ -1,4 +1,4 @@
-package lab
+package runner
 
 import (
 	"bytes"
@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
 // flowInst is one transfer of a repetition.
 type flowInst struct {
-	spec     *Flow
+	spec     *scenario.Flow
 	index    int
 	name     string
 	ns       string     // client namespace
@@ -41,9 +43,9 @@ type flowInst struct {
 	subs      map[string]int    // subflow key -> index
 	retrans   map[string]uint64 // per subflow: last tcp_info total_retrans
 	retransB  map[string]uint64 // per subflow: last map retrans
-	iperfGood []GoodputSample
+	iperfGood []report.GoodputSample
 
-	res FlowResult
+	res report.FlowResult
 }
 
 func (fi *flowInst) snapshot() (initial netip.AddrPort, recv *xfer.Received, active bool) {
@@ -344,7 +346,7 @@ func (fi *flowInst) runIperf(ctx context.Context, t0 time.Time, interval, warmup
 	var cum int64
 	for _, iv := range j.Intervals {
 		cum += iv.Sum.Bytes
-		fi.iperfGood = append(fi.iperfGood, GoodputSample{T: off + iv.Sum.End, Flow: fi.name, Bytes: cum})
+		fi.iperfGood = append(fi.iperfGood, report.GoodputSample{T: off + iv.Sum.End, Flow: fi.name, Bytes: cum})
 	}
 }
 

@@ -1,4 +1,4 @@
-package lab
+package scenario
 
 import (
 	"errors"
@@ -275,7 +275,7 @@ func Parse(path string, src []byte) (*File, error) {
 			}
 			if sv != nil {
 				c.Sweep = sv.Value
-				c.ID += "@" + sanitize(sv.Value)
+				c.ID += "@" + Sanitize(sv.Value)
 				for _, p := range f.SweepSet {
 					if err := (override{path: p, value: sv, where: "sweep.set"}).apply(node); err != nil {
 						e.errs = append(e.errs, err)
@@ -581,7 +581,9 @@ var sysctlRE = regexp.MustCompile(`^net\.[a-z0-9_.]+$`)
 
 func validID(s string) bool { return idRE.MatchString(s) && len(s) <= 64 }
 
-func sanitize(s string) string {
+// Sanitize maps a sweep value to the part of a case id (and directory name)
+// it gives: characters other than letters, digits and ._+- become _.
+func Sanitize(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '+' {
 			return r

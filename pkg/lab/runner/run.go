@@ -1,14 +1,15 @@
-// Package lab runs experiments on emulated multipath networks with real
-// kernel MPTCP: a scenario file (testdata/scenarios, docs/lab.md) describes
-// the hosts, links, servers and flows; Run builds the network (pkg/topo),
-// loads the congestion controls the flows need (pkg/cc), runs the flows
-// with the project's own transfer tool (pkg/xfer) or iperf3, samples every
-// subflow (tcp_info through sock_diag, and mptcp-cc's map through
-// pkg/stats), tears everything down, and writes CSV, JSON and SVG results.
-package lab
+// Package runner runs experiments on emulated multipath networks with real
+// kernel MPTCP (it needs root): for a scenario file (pkg/lab/scenario) Run
+// builds the network (pkg/topo), loads the congestion controls the flows
+// need (pkg/cc), runs the flows with the project's own transfer tool
+// (pkg/xfer) or iperf3, samples every subflow (tcp_info through sock_diag,
+// and mptcp-cc's map through pkg/stats), tears everything down, and writes
+// the results (pkg/lab/report).
+package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
@@ -44,7 +47,7 @@ func (o Options) logf(format string, args ...any) {
 	}
 }
 
-func (o Options) selected(c Case) bool {
+func (o Options) selected(c scenario.Case) bool {
 	if len(o.Cases) == 0 {
 		return true
 	}
@@ -60,11 +63,11 @@ func (o Options) selected(c Case) bool {
 // repetitions, on a freshly built network per repetition. It always tears
 // down what it built and unloads what it loaded, also when ctx is
 // cancelled; results of the repetitions that ran are written either way.
-func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
+func Run(ctx context.Context, f *scenario.File, o Options) (sum *report.Summary, err error) {
 	if o.ID == "" {
-		return nil, errors.New("lab.Run needs a run id (lab.NewRunID)")
+		return nil, errors.New("runner.Run needs a run id (runner.NewRunID)")
 	}
-	var cases []Case
+	var cases []scenario.Case
 	for _, c := range f.Cases {
 		if o.selected(c) {
 			cases = append(cases, c)
@@ -99,9 +102,10 @@ func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), f.Source, 0o644); err != nil {
 		return nil, err
 	}
-	sum = &Summary{Scenario: f.Name, File: f.Path, Run: o.ID, Command: o.Command, Started: time.Now(),
+	loaded, _ := json.Marshal(ccs.Loaded())
+	sum = &report.Summary{Scenario: f.Name, File: f.Path, Run: string(o.ID), Command: o.Command, Started: time.Now(),
 		Kernel: kernelRelease(), Commit: gitCommit(), SweepName: f.SweepName, SweepValues: f.SweepVals,
-		CCs: ccs.Loaded(), Reference: f.References}
+		CCs: loaded, Reference: f.References}
 	variantSeen := map[string]bool{}
 	for _, c := range cases {
 		if !variantSeen[c.Variant] {
@@ -116,23 +120,23 @@ func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
 			reps = o.Reps
 		}
 		sum.Repetitions = reps
-		var results []*RepResult
+		var results []*report.RepResult
 		for rep := 0; rep < reps && ctx.Err() == nil; rep++ {
 			rdir := filepath.Join(dir, c.ID, "rep"+strconv.Itoa(rep))
 			r := runRep(ctx, c, rep, ccs, o, rdir)
-			if err := writeRep(r, c.Scenario.Record, c.Scenario.Record.Sample); err != nil {
+			if err := report.WriteRep(r, c.Scenario.Record, c.Scenario.Record.Sample); err != nil {
 				r.Error = strings.TrimSpace(r.Error + "; writing results: " + err.Error())
 			}
 			r.Dir, _ = filepath.Rel(dir, rdir)
 			results = append(results, r)
-			o.logf("[%d/%d %s rep %d/%d] %s", ci+1, len(cases), c.ID, rep+1, reps, brief(r))
+			o.logf("[%d/%d %s rep %d/%d] %s", ci+1, len(cases), c.ID, rep+1, reps, report.Brief(r))
 			if r.Error != "" {
 				sum.Failed++
 				failures = append(failures, fmt.Sprintf("%s rep %d: %s", c.ID, rep, r.Error))
 			}
 		}
 		if len(results) > 0 {
-			sum.Cases = append(sum.Cases, summarizeCase(c, results))
+			sum.Cases = append(sum.Cases, report.SummarizeCase(c, results))
 		}
 		if ctx.Err() != nil {
 			break
@@ -140,9 +144,9 @@ func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
 	}
 	sum.Seconds = time.Since(sum.Started).Seconds()
 	if len(o.Cases) > 0 {
-		mergeSummary(filepath.Join(dir, "summary.json"), f, sum)
+		report.MergeSummary(filepath.Join(dir, "summary.json"), f, sum)
 	}
-	if werr := writeSummary(dir, sum); werr != nil {
+	if werr := report.WriteSummary(dir, sum); werr != nil {
 		err = errors.Join(err, werr)
 	}
 	if ctx.Err() != nil {
@@ -154,39 +158,7 @@ func Run(ctx context.Context, f *File, o Options) (sum *Summary, err error) {
 	return sum, err
 }
 
-// mergeSummary keeps, when only some cases were run (--case), the other
-// cases of an earlier run of the same scenario in the summary, so that a
-// failed or interrupted case can be re-run alone. Cases follow the file's
-// order.
-func mergeSummary(path string, f *File, sum *Summary) {
-	old, err := ReadSummary(path)
-	if err != nil || old.Scenario != sum.Scenario {
-		return
-	}
-	have := map[string]CaseSummary{}
-	for _, c := range old.Cases {
-		have[c.ID] = c
-	}
-	for _, c := range sum.Cases {
-		have[c.ID] = c
-	}
-	sum.Cases, sum.Variants = nil, nil
-	seenV := map[string]bool{}
-	for _, c := range f.Cases {
-		cs, ok := have[c.ID]
-		if !ok {
-			continue
-		}
-		sum.Cases = append(sum.Cases, cs)
-		if !seenV[c.Variant] {
-			seenV[c.Variant] = true
-			sum.Variants = append(sum.Variants, c.Variant)
-		}
-	}
-	sum.Merged = append(old.Merged, old.Run)
-}
-
-func caseIDs(f *File) []string {
+func caseIDs(f *scenario.File) []string {
 	var out []string
 	for _, c := range f.Cases {
 		out = append(out, c.ID)
@@ -194,7 +166,7 @@ func caseIDs(f *File) []string {
 	return out
 }
 
-func usesIperf(cases []Case) bool {
+func usesIperf(cases []scenario.Case) bool {
 	for _, c := range cases {
 		for _, f := range c.Scenario.Flows {
 			if f.Tool == "iperf3" {
@@ -205,51 +177,6 @@ func usesIperf(cases []Case) bool {
 	return false
 }
 
-func brief(r *RepResult) string {
-	if r.Error != "" && len(r.Flows) == 0 {
-		return "FAILED: " + r.Error
-	}
-	groups := map[string][]FlowResult{}
-	var order []string
-	for _, f := range r.Flows {
-		if _, ok := groups[f.Flow]; !ok {
-			order = append(order, f.Flow)
-		}
-		groups[f.Flow] = append(groups[f.Flow], f)
-	}
-	var parts []string
-	for _, g := range order {
-		fl := groups[g]
-		var thr, comp []float64
-		var rt uint64
-		for _, f := range fl {
-			thr = append(thr, f.ThroughputMbps)
-			comp = append(comp, f.CompletionS)
-			rt += f.Retrans
-		}
-		p := fmt.Sprintf("%s %.2f Mbit/s", g, mean(thr))
-		if len(fl) > 1 {
-			p = fmt.Sprintf("%s x%d %.2f Mbit/s each", g, len(fl), mean(thr))
-		}
-		if fl[0].RequestBytes > 0 {
-			p += fmt.Sprintf(" in %.3f s", mean(comp))
-		}
-		p += fmt.Sprintf(", %d retrans", rt)
-		for _, f := range fl {
-			if f.Anomaly != "" {
-				p += " [ANOMALY " + f.Name + ": " + f.Anomaly + "]"
-				break
-			}
-		}
-		parts = append(parts, p)
-	}
-	s := strings.Join(parts, "; ") + fmt.Sprintf(" (%.1f s)", r.Seconds)
-	if r.Error != "" {
-		s += " ERROR: " + r.Error
-	}
-	return s
-}
-
 // Seed of link j (server links after the access links) in repetition rep:
 // different per repetition, the same for every variant of one repetition.
 func linkSeed(base uint64, rep, j int) uint64 {
@@ -257,7 +184,7 @@ func linkSeed(base uint64, rep, j int) uint64 {
 }
 
 // TopoConfig translates a scenario into the topology of one repetition.
-func TopoConfig(sc *Scenario, rep int, prefix string) (topo.MultiConfig, error) {
+func TopoConfig(sc *scenario.Scenario, rep int, prefix string) (topo.MultiConfig, error) {
 	cfg := topo.MultiConfig{Prefix: prefix, NoOffload: sc.NoOffload, Sysctls: append([]string{"net.ipv4.tcp_no_metrics_save=1", "net.ipv4.tcp_notsent_lowat=131072"}, sc.Sysctls...)}
 	maxAccess, maxServer := time.Duration(0), time.Duration(0)
 	for _, l := range sc.Links {
@@ -266,7 +193,7 @@ func TopoConfig(sc *Scenario, rep int, prefix string) (topo.MultiConfig, error) 
 	for _, s := range sc.Servers {
 		maxServer = max(maxServer, s.Link.Delay)
 	}
-	shaping := func(l Link, seed uint64, rtt time.Duration) (topo.Shaping, error) {
+	shaping := func(l scenario.Link, seed uint64, rtt time.Duration) (topo.Shaping, error) {
 		sh := topo.Shaping{RateBits: l.Rate, Delay: l.Delay, Loss: l.Loss, Jitter: l.Jitter, Seed: seed}
 		switch {
 		case l.Queue.Bytes > 0:
@@ -312,7 +239,7 @@ func TopoConfig(sc *Scenario, rep int, prefix string) (topo.MultiConfig, error) 
 }
 
 // instances expands the flows of a scenario on a built network.
-func instances(sc *Scenario, n *topo.Multi, ccs *CCSet) []*flowInst {
+func instances(sc *scenario.Scenario, n *topo.Multi, ccs *CCSet) []*flowInst {
 	var out []*flowInst
 	port := 5201
 	for fidx := range sc.Flows {
@@ -343,7 +270,7 @@ func instances(sc *Scenario, n *topo.Multi, ccs *CCSet) []*flowInst {
 					fi.remote = netip.AddrPortFrom(fi.remote.Addr(), uint16(port))
 					port++
 				}
-				fi.res = FlowResult{Flow: f.Name, Instance: idx, Name: name, Host: fi.ns, Tool: f.Tool, Protocol: f.Protocol(),
+				fi.res = report.FlowResult{Flow: f.Name, Instance: idx, Name: name, Host: fi.ns, Tool: f.Tool, Protocol: f.Protocol(),
 					CC: f.CC.String(), CCKernel: fi.ccKernel, RequestBytes: f.Bytes, RequestS: f.Duration.Seconds()}
 				out = append(out, fi)
 			}
@@ -352,29 +279,9 @@ func instances(sc *Scenario, n *topo.Multi, ccs *CCSet) []*flowInst {
 	return out
 }
 
-// maxPlausibleCwnd: no window in the lab's networks comes near a million
-// segments (1.5 GB in flight); beyond it a sample is a bug, not a state.
-const maxPlausibleCwnd = 1 << 20
-
-// findAnomalies returns, per flow, the first sample with an implausible
-// window. Only cwnd counts: the kernel can store an implausible ssthresh
-// that our congestion controls then replace (docs/algorithms.md, "The
-// window guard"), and a sample may catch it in between; it changes nothing
-// unless it reaches cwnd, which is what sends.
-func findAnomalies(samples []SubflowSample) map[string]string {
-	out := map[string]string{}
-	for _, s := range samples {
-		if _, seen := out[s.Flow]; !seen && s.Cwnd > maxPlausibleCwnd {
-			out[s.Flow] = fmt.Sprintf("subflow %d (%s) had cwnd %d, ssthresh %d at t=%.2fs: implausible (kernel-stored window not repaired?)",
-				s.Subflow, s.Path, s.Cwnd, s.Ssthresh, s.T)
-		}
-	}
-	return out
-}
-
-func runRep(ctx context.Context, c Case, rep int, ccs *CCSet, o Options, dir string) *RepResult {
+func runRep(ctx context.Context, c scenario.Case, rep int, ccs *CCSet, o Options, dir string) *report.RepResult {
 	sc := c.Scenario
-	r := &RepResult{Case: c.ID, Variant: c.Variant, Sweep: c.Sweep, Rep: rep, Started: time.Now(), Dir: dir}
+	r := &report.RepResult{Case: c.ID, Variant: c.Variant, Sweep: c.Sweep, Rep: rep, Started: time.Now(), Dir: dir}
 	defer func() { r.Seconds = time.Since(r.Started).Seconds() }()
 	cfg, err := TopoConfig(sc, rep, o.ID.NSPrefix())
 	if err != nil {
@@ -516,20 +423,20 @@ func runRep(ctx context.Context, c Case, rep int, ccs *CCSet, o Options, dir str
 	for j, l := range sc.Links {
 		lc, err := n.AccessLinkStats(j)
 		if err == nil {
-			r.Links = append(r.Links, LinkResult{Link: l.Name, Kind: "access", Emulated: l.Emulated(), SentBytes: lc.SentBytes,
+			r.Links = append(r.Links, report.LinkResult{Link: l.Name, Kind: "access", Emulated: l.Emulated(), SentBytes: lc.SentBytes,
 				SentPackets: lc.SentPackets, Dropped: lc.Dropped, DroppedLoss: lc.DroppedLoss})
 		}
 	}
 	for m, s := range sc.Servers {
 		lc, err := n.ServerLinkStats(m)
 		if err == nil && (s.Link.Rate > 0 || s.Link.Emulated()) {
-			r.Links = append(r.Links, LinkResult{Link: s.Name, Kind: "server", Emulated: s.Link.Emulated(), SentBytes: lc.SentBytes,
+			r.Links = append(r.Links, report.LinkResult{Link: s.Name, Kind: "server", Emulated: s.Link.Emulated(), SentBytes: lc.SentBytes,
 				SentPackets: lc.SentPackets, Dropped: lc.Dropped, DroppedLoss: lc.DroppedLoss})
 		}
 	}
 	r.Samples = smp.samples
 	r.Goodput = smp.goodput
-	anomalies := findAnomalies(r.Samples)
+	anomalies := report.FindAnomalies(r.Samples)
 	for _, fi := range insts {
 		fi.mu.Lock()
 		res := fi.res
@@ -609,8 +516,8 @@ func gitCommit() string {
 // Up builds the network of one case (the first unless caseID names one),
 // loads its congestion controls, starts an xfer sink on port 5000 of every
 // server, calls ready with what it built, and keeps it all until ctx ends.
-func Up(ctx context.Context, f *File, caseID string, id RunID, ready func(*UpInfo)) error {
-	var c *Case
+func Up(ctx context.Context, f *scenario.File, caseID string, id RunID, ready func(*UpInfo)) error {
+	var c *scenario.Case
 	for i := range f.Cases {
 		if caseID == "" || f.Cases[i].ID == caseID || f.Cases[i].Variant == caseID {
 			c = &f.Cases[i]
@@ -623,7 +530,7 @@ func Up(ctx context.Context, f *File, caseID string, id RunID, ready func(*UpInf
 	if err := checkKernelCCs(f); err != nil {
 		return err
 	}
-	ccs, err := LoadCCs(id, (&File{Cases: []Case{*c}}).Algorithms())
+	ccs, err := LoadCCs(id, (&scenario.File{Cases: []scenario.Case{*c}}).Algorithms())
 	if err != nil {
 		return err
 	}
@@ -670,7 +577,7 @@ func Up(ctx context.Context, f *File, caseID string, id RunID, ready func(*UpInf
 // UpInfo describes a network that Up keeps.
 type UpInfo struct {
 	Case     string
-	Scenario *Scenario
+	Scenario *scenario.Scenario
 	Net      *topo.Multi
 	CCs      []*LoadedCC
 	Sinks    []netip.AddrPort
