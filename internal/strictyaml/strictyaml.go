@@ -252,8 +252,8 @@ func (d Decoder) Decode(n *yaml.Node, path string, v any) (probs []Problem, deco
 	}
 	probs = d.Check(n, reflect.TypeOf(v), path)
 	if err := n.Decode(v); err != nil {
-		probs = append(probs, d.Problems(err, n, path, reflect.TypeOf(v))...)
-		SortByLine(probs)
+		probs = append(probs, d.problems(err, n, path, reflect.TypeOf(v))...)
+		sortByLine(probs)
 		return probs, false
 	}
 	return probs, true
@@ -265,9 +265,9 @@ var (
 	kindRe = regexp.MustCompile(`^cannot unmarshal (!!\w+) into (\S+)$`)
 )
 
-// Problems turns a yaml.v3 error from decoding n (whose path is path) into
+// problems turns a yaml.v3 error from decoding n (whose path is path) into
 // t into problems with clear messages; n and t are nil for a syntax error.
-func (d Decoder) Problems(err error, n *yaml.Node, path string, t reflect.Type) []Problem {
+func (d Decoder) problems(err error, n *yaml.Node, path string, t reflect.Type) []Problem {
 	var lines []string
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
@@ -294,7 +294,7 @@ func (d Decoder) Problems(err error, n *yaml.Node, path string, t reflect.Type) 
 			p.Msg = fmt.Sprintf("want %s, not %s", d.describe(types[m[2]], m[2]), kind)
 		}
 		if n != nil && p.Line > 0 {
-			p.Field = FieldAt(n, path, p.Line, value)
+			p.Field = fieldAt(n, path, p.Line, value)
 		}
 		out = append(out, p)
 	}
@@ -368,7 +368,7 @@ func Parse(data []byte) (*yaml.Node, []Problem) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		probs := Decoder{}.Problems(err, nil, "", nil)
+		probs := Decoder{}.problems(err, nil, "", nil)
 		lines := strings.Split(string(data), "\n")
 		for i, p := range probs {
 			if p.Line > 0 && p.Line <= len(lines) && strings.ContainsRune(lines[p.Line-1], '\t') {
@@ -449,10 +449,10 @@ func steps(f string) []any {
 	return out
 }
 
-// FieldAt names the field on a line of n as a path below path
+// fieldAt names the field on a line of n as a path below path
 // ("policies[0].dst_port"): the key whose name or scalar value is value
 // if there are several on the line.
-func FieldAt(n *yaml.Node, path string, line int, value string) string {
+func fieldAt(n *yaml.Node, path string, line int, value string) string {
 	first := ""
 	var walk func(n *yaml.Node, prefix string) string
 	walk = func(n *yaml.Node, prefix string) string {
@@ -483,7 +483,12 @@ func FieldAt(n *yaml.Node, path string, line int, value string) string {
 			for i, c := range n.Content {
 				p := fmt.Sprintf("%s[%d]", prefix, i)
 				if c.Kind == yaml.ScalarNode && c.Line == line {
-					return p
+					if value == "" || c.Value == value {
+						return p
+					}
+					if first == "" {
+						first = p
+					}
 				}
 				if f := walk(c, p); f != "" {
 					return f
@@ -501,9 +506,9 @@ func FieldAt(n *yaml.Node, path string, line int, value string) string {
 	return path
 }
 
-// SortByLine orders problems by line, keeping the order of those on one
+// sortByLine orders problems by line, keeping the order of those on one
 // line (and of those without one, which go first).
-func SortByLine(p []Problem) {
+func sortByLine(p []Problem) {
 	sort.SliceStable(p, func(i, j int) bool { return p[i].Line < p[j].Line })
 }
 

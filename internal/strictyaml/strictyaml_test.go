@@ -117,8 +117,8 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestLineAndFieldAt(t *testing.T) {
-	doc := "a: 1\nlist:\n  - x: 1\n    y: 2\n  - {x: 3, y: 4}\nm:\n  k: v\n"
+func TestLineAndfieldAt(t *testing.T) {
+	doc := "a: 1\nlist:\n  - x: 1\n    y: 2\n  - {x: 3, y: 4}\nm:\n  k: v\nh: {paths: [a], count: many}\n"
 	root, _ := Parse([]byte(doc))
 	for field, want := range map[string]int{"a": 1, "list[0].y": 4, "list[1]": 5, "list[1].y": 5, "m.k": 7, "m.missing": 6, "": 0} {
 		if got := Line(root, field); got != want {
@@ -129,9 +129,9 @@ func TestLineAndFieldAt(t *testing.T) {
 		line  int
 		value string
 		want  string
-	}{{4, "", "list[0].y"}, {5, "4", "list[1].y"}, {5, "x", "list[1].x"}, {7, "v", "m.k"}} {
-		if got := FieldAt(root, "", c.line, c.value); got != c.want {
-			t.Errorf("FieldAt(line %d, %q) = %q, want %q", c.line, c.value, got, c.want)
+	}{{4, "", "list[0].y"}, {5, "4", "list[1].y"}, {5, "x", "list[1].x"}, {7, "v", "m.k"}, {8, "many", "h.count"}, {8, "a", "h.paths[0]"}} {
+		if got := fieldAt(root, "", c.line, c.value); got != c.want {
+			t.Errorf("fieldAt(line %d, %q) = %q, want %q", c.line, c.value, got, c.want)
 		}
 	}
 }
