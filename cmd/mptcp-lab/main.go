@@ -8,7 +8,7 @@
 //   - SIGKILL, a crash, or the second signal: a janitor process, started
 //     with every run in its own session and holding the read end of a pipe
 //     whose write end only the run holds, sees end-of-file when the run
-//     dies and removes what the run left (lab.CleanRun).
+//     dies and removes what the run left (runner.CleanRun).
 //   - If the janitor is killed too (e.g. `kill -9` of both, or a reboot of
 //     bpffs-less state), `mptcp-lab clean` removes the leftovers of every
 //     run whose process is gone, found by name (mplab-<id>-* namespaces,
@@ -28,7 +28,9 @@ import (
 	"syscall"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
+	labreport "github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/runner"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 )
 
 var app = cli.App{
@@ -60,7 +62,7 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 // session is what every command that builds something shares: a run id,
 // signal handling and the janitor.
 type session struct {
-	id     lab.RunID
+	id     runner.RunID
 	ctx    context.Context
 	cancel context.CancelFunc
 	stopJ  func()
@@ -70,7 +72,7 @@ func newSession(noJanitor bool) (*session, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("needs root (network namespaces, BPF): run it with sudo")
 	}
-	id, err := lab.NewRunID()
+	id, err := runner.NewRunID()
 	if err != nil {
 		return nil, fmt.Errorf("recording the run: %w", err)
 	}
@@ -101,7 +103,7 @@ func newSession(noJanitor bool) (*session, error) {
 // that nothing of the run is left (removing it if so) and dismisses the
 // janitor.
 func (s *session) close() error {
-	c, err := lab.CleanRun(s.id)
+	c, err := runner.CleanRun(s.id)
 	if len(c.Namespaces)+len(c.CCs) > 0 {
 		err = errors.Join(err, fmt.Errorf("run %s left %v %v behind (removed now)", s.id, c.Namespaces, c.CCs))
 	}
@@ -125,9 +127,9 @@ func cmdRun(args []string, _ io.Writer) error {
 		fs.Usage()
 		return errors.New("no scenario file")
 	}
-	var loaded []*lab.File
+	var loaded []*scenario.File
 	for _, p := range files {
-		f, err := lab.Load(p)
+		f, err := scenario.Load(p)
 		if err != nil {
 			return err
 		}
@@ -144,7 +146,7 @@ func cmdRun(args []string, _ io.Writer) error {
 	var runErr error
 	for _, f := range loaded {
 		fmt.Fprintf(os.Stderr, "mptcp-lab: running %s (run %s), results in %s/%s\n", f.Path, s.id, *out, f.Name)
-		sum, err := lab.Run(s.ctx, f, lab.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
+		sum, err := runner.Run(s.ctx, f, runner.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
 			Command: strings.Join(os.Args, " ")})
 		if sum != nil {
 			fmt.Fprintf(os.Stderr, "mptcp-lab: %s done in %.0f s: %s/%s/summary.json\n", f.Name, sum.Seconds, *out, f.Name)
@@ -176,7 +178,7 @@ func cmdUp(args []string, _ io.Writer) error {
 		fs.Usage()
 		return errors.New("want one scenario file")
 	}
-	f, err := lab.Load(pos[0])
+	f, err := scenario.Load(pos[0])
 	if err != nil {
 		return err
 	}
@@ -184,7 +186,7 @@ func cmdUp(args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = lab.Up(s.ctx, f, *caseID, s.id, func(u *lab.UpInfo) {
+	err = runner.Up(s.ctx, f, *caseID, s.id, func(u *runner.UpInfo) {
 		n := u.Net
 		fmt.Printf("case %s of %s is up (run %s); Ctrl-C removes it.\n\n", u.Case, f.Path, s.id)
 		fmt.Println("namespaces:")
@@ -230,7 +232,7 @@ func cmdValidate(args []string, _ io.Writer) error {
 	}
 	var errs []error
 	for _, p := range pos {
-		f, err := lab.Load(p)
+		f, err := scenario.Load(p)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -244,7 +246,7 @@ func cmdValidate(args []string, _ io.Writer) error {
 			var fl []string
 			for _, x := range c.Scenario.Flows {
 				n := x.Count * c.Scenario.Hosts[x.Host].Count
-				what := lab.FormatSize(x.Bytes)
+				what := scenario.FormatSize(x.Bytes)
 				if x.Duration > 0 {
 					what = x.Duration.String()
 				}
@@ -265,7 +267,7 @@ func cmdClean(args []string, _ io.Writer) error {
 		return err
 	}
 	if *list {
-		ids, err := lab.Leftovers()
+		ids, err := runner.Leftovers()
 		if err != nil {
 			return err
 		}
@@ -279,11 +281,11 @@ func cmdClean(args []string, _ io.Writer) error {
 		return nil
 	}
 	if *run != "" {
-		c, err := lab.CleanRun(lab.RunID(*run))
+		c, err := runner.CleanRun(runner.RunID(*run))
 		report(c)
 		return err
 	}
-	cs, err := lab.Clean(*force)
+	cs, err := runner.Clean(*force)
 	for _, c := range cs {
 		report(c)
 	}
@@ -293,7 +295,7 @@ func cmdClean(args []string, _ io.Writer) error {
 	return err
 }
 
-func report(c lab.Cleaned) {
+func report(c runner.Cleaned) {
 	fmt.Printf("run %s: removed %d namespace(s) %v, %d congestion control(s) %v\n", c.Run, len(c.Namespaces), c.Namespaces, len(c.CCs), c.CCs)
 }
 
@@ -309,7 +311,7 @@ func cmdSummarize(args []string, _ io.Writer) error {
 	}
 	var errs []error
 	for _, d := range pos {
-		s, err := lab.Summarize(d)
+		s, err := labreport.Summarize(d)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", d, err))
 			continue
@@ -336,7 +338,7 @@ func cmdReport(args []string, _ io.Writer) error {
 	}
 	var errs []error
 	for _, p := range pos {
-		written, err := lab.Report(p, *results)
+		written, err := labreport.Report(p, *results)
 		for _, w := range written {
 			fmt.Println("wrote " + w)
 		}
@@ -353,7 +355,7 @@ const janitorCmd = "__janitor"
 
 // startJanitor starts `mptcp-lab __janitor ID` in its own session with the
 // read end of a pipe. stop tells it the run cleaned up by itself.
-func startJanitor(id lab.RunID) (stop func(), err error) {
+func startJanitor(id runner.RunID) (stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -393,7 +395,7 @@ func janitor(args []string) {
 	if string(b) == "done" {
 		return
 	}
-	c, err := lab.CleanRun(lab.RunID(args[0]))
+	c, err := runner.CleanRun(runner.RunID(args[0]))
 	fmt.Fprintf(os.Stderr, "mptcp-lab janitor: run %s ended without cleaning up; removed %d namespace(s), %d congestion control(s)\n",
 		args[0], len(c.Namespaces), len(c.CCs))
 	if err != nil {

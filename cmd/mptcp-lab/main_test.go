@@ -16,7 +16,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/runner"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
@@ -50,7 +50,7 @@ flows:
 `
 
 // leftovers lists what of run id is on the system.
-func leftovers(id lab.RunID) []string {
+func leftovers(id runner.RunID) []string {
 	var out []string
 	ns, _ := topo.ListPrefix(id.NSPrefix() + "-")
 	out = append(out, ns...)
@@ -63,7 +63,7 @@ func leftovers(id lab.RunID) []string {
 			out = append(out, "cc "+n)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(lab.StateDir, string(id))); err == nil {
+	if _, err := os.Stat(filepath.Join(runner.StateDir, string(id))); err == nil {
 		out = append(out, "run record")
 	}
 	if p, _ := exec.Command("pgrep", "-f", "l"+string(id)+"_").Output(); len(bytes.TrimSpace(p)) > 0 {
@@ -85,7 +85,7 @@ var runIDRE = regexp.MustCompile(`\(run ([0-9a-f]{6})\)`)
 
 // startLong starts `mptcp-lab run` on the long scenario and returns once
 // its network and congestion controls are up and its flows are running.
-func startLong(t *testing.T, extra ...string) (*exec.Cmd, lab.RunID, *bytes.Buffer) {
+func startLong(t *testing.T, extra ...string) (*exec.Cmd, runner.RunID, *bytes.Buffer) {
 	t.Helper()
 	testenv.RequireRoot(t)
 	dir := t.TempDir()
@@ -101,7 +101,7 @@ func startLong(t *testing.T, extra ...string) (*exec.Cmd, lab.RunID, *bytes.Buff
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ids := make(chan lab.RunID, 1)
+	ids := make(chan runner.RunID, 1)
 	log := &bytes.Buffer{}
 	done := make(chan struct{})
 	go func() {
@@ -110,7 +110,7 @@ func startLong(t *testing.T, extra ...string) (*exec.Cmd, lab.RunID, *bytes.Buff
 		for sc.Scan() {
 			log.WriteString(sc.Text() + "\n")
 			if m := runIDRE.FindStringSubmatch(sc.Text()); m != nil {
-				ids <- lab.RunID(m[1])
+				ids <- runner.RunID(m[1])
 			}
 		}
 	}()
@@ -119,13 +119,13 @@ func startLong(t *testing.T, extra ...string) (*exec.Cmd, lab.RunID, *bytes.Buff
 		_ = cmd.Wait()
 		<-done
 	})
-	var id lab.RunID
+	var id runner.RunID
 	select {
 	case id = <-ids:
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no run id on stderr:\n%s", log)
 	}
-	t.Cleanup(func() { _, _ = lab.CleanRun(id) })
+	t.Cleanup(func() { _, _ = runner.CleanRun(id) })
 	// Up: namespaces, our two CCs registered, iperf3 client running.
 	if !waitFor(20*time.Second, func() bool {
 		l := leftovers(id)

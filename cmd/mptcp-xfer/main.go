@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
@@ -109,7 +109,7 @@ func client(args []string, stdout io.Writer) error {
 	}
 	o := xfer.Options{NS: *ns, Remote: remote, MPTCP: *mptcp, CC: *cc, For: *dur}
 	if *bytesF != "" {
-		if o.Bytes, err = lab.ParseSize(*bytesF); err != nil || o.Bytes <= 0 {
+		if o.Bytes, err = scenario.ParseSize(*bytesF); err != nil || o.Bytes <= 0 {
 			return fmt.Errorf("--bytes %q: want a positive size", *bytesF)
 		}
 	}

@@ -9,17 +9,17 @@ package daemon
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/netip"
 	"path"
+	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/strictyaml"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 )
@@ -109,25 +109,10 @@ type Events struct {
 // MaxConfigBytes bounds the size of a configuration file.
 const MaxConfigBytes = 1 << 20
 
-// Problem is one thing wrong with a configuration.
-type Problem struct {
-	Line  int    // 0 when unknown
-	Field string // e.g. algorithms[1].algo; "" for the whole file
-	Msg   string
-}
-
-func (p Problem) String() string {
-	var b strings.Builder
-	if p.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", p.Line)
-	}
-	if p.Field != "" {
-		b.WriteString(p.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Msg)
-	return b.String()
-}
+// Problem is one thing wrong with a configuration: its line (0 when
+// unknown), its field (e.g. algorithms[1].algo; "" for the whole file) and
+// what is wrong.
+type Problem = strictyaml.Problem
 
 // ConfigError lists every problem found in a configuration.
 type ConfigError struct {
@@ -171,23 +156,17 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 	if len(data) > MaxConfigBytes {
 		return cfg, &ConfigError{Problems: []Problem{{Msg: fmt.Sprintf("the file is %d bytes; a configuration is at most %d", len(data), MaxConfigBytes)}}}
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return cfg, &ConfigError{Problems: yamlProblems(err, nil, data)}
+	root, probs := strictyaml.Parse(data)
+	if len(probs) > 0 {
+		return cfg, &ConfigError{Problems: probs}
 	}
 	empty := len(root.Content) == 0 || root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null"
 	if !empty && root.Content[0].Kind != yaml.MappingNode {
 		return cfg, &ConfigError{Problems: []Problem{{Line: root.Content[0].Line, Msg: "the configuration must be a mapping (key: value lines), e.g. `algorithms: [{algo: olia}]`"}}}
 	}
 	if !empty {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil {
-			return Config{}, &ConfigError{Problems: yamlProblems(err, &root, data)}
-		}
-		var extra yaml.Node
-		if err := dec.Decode(&extra); err == nil {
-			return Config{}, &ConfigError{Problems: []Problem{{Line: extra.Line, Msg: "more than one YAML document; a configuration is one document"}}}
+		if probs, _ := configDecoder.Decode(root, "", &cfg); len(probs) > 0 {
+			return Config{}, &ConfigError{Problems: probs}
 		}
 	}
 	// An empty list and an absent one mean the same.
@@ -206,7 +185,7 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 	if probs := cfg.validate(); len(probs) > 0 {
 		for i := range probs {
 			if probs[i].Line == 0 {
-				probs[i].Line = lineOf(&root, probs[i].Field)
+				probs[i].Line = strictyaml.Line(root, probs[i].Field)
 			}
 		}
 		return Config{}, &ConfigError{Problems: probs}
@@ -223,190 +202,147 @@ func (c Config) Validate() error {
 	return nil
 }
 
-var (
-	yamlLineRe    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	yamlUnknownRe = regexp.MustCompile(`^field (\S+) not found in type daemon\.(\w+)$`)
-	yamlTypeRe    = regexp.MustCompile("^cannot unmarshal (!!\\w+) `(.*)` into (\\S+)$")
-)
-
-var knownFields = map[string]string{
-	"Config":    "bpffs, policy_bpffs, on_exit, algorithms, policies, metrics, events",
-	"Algorithm": "name, algo, lisa, rsf_target, trace",
-	"Policy":    "cgroup, cc, algo, dst, dst_port, tcp",
-	"Metrics":   "listen_address, allow_remote, max_subflows",
-	"Events":    "enabled, namespaces",
-}
-
-var sectionName = map[string]string{
-	"Config": "the top level", "Algorithm": "an algorithms entry", "Policy": "a policies entry",
-	"Metrics": "metrics", "Events": "events",
-}
-
-// yamlProblems turns the decoder's messages (which name Go types) into
-// messages that name the configuration's fields.
-func yamlProblems(err error, root *yaml.Node, data []byte) []Problem {
-	var lines []string
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		lines = te.Errors
-	} else {
-		lines = []string{strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
-	var out []Problem
-	for _, l := range lines {
-		p := Problem{Msg: l}
-		if m := yamlLineRe.FindStringSubmatch(l); m != nil {
-			p.Line, _ = strconv.Atoi(m[1])
-			p.Msg = m[2]
-		}
-		value := ""
-		if m := yamlUnknownRe.FindStringSubmatch(p.Msg); m != nil {
-			p.Msg = fmt.Sprintf("unknown field %q in %s (known fields: %s)", m[1], sectionName[m[2]], knownFields[m[2]])
-			value = m[1]
-		} else if m := yamlTypeRe.FindStringSubmatch(p.Msg); m != nil {
-			p.Msg = fmt.Sprintf("%q is not %s", m[2], goTypeName(m[3]))
-			value = m[2]
-		}
-		if root != nil && p.Line > 0 {
-			p.Field = fieldAtLine(root, p.Line, value)
-		}
-		if root == nil && p.Line > 0 {
-			if lines := bytes.Split(data, []byte("\n")); p.Line <= len(lines) && bytes.ContainsRune(lines[p.Line-1], '\t') {
-				p.Msg += " (the line has a tab: YAML indents with spaces only)"
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func goTypeName(t string) string {
-	switch {
-	case t == "time.Duration":
-		return "a duration (a number with a unit, e.g. 10ms or 1.5s)"
-	case t == "bool":
-		return "a boolean (true or false)"
-	case t == "uint16":
-		return "a port number (0 to 65535)"
-	case t == "int" || t == "*int":
-		return "an integer"
-	case t == "string" || t == "daemon.OnExit":
-		return "a string"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	default:
-		return "a mapping"
-	}
-}
+// configDecoder says what the one field whose Go type says too little is;
+// an empty section (metrics: with nothing under it) is fine.
+var configDecoder = strictyaml.Decoder{Types: map[reflect.Type]string{
+	reflect.TypeOf(uint16(0)): "a port number (0 to 65535)",
+}, AllowNull: true}
 
 var validCCName = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
 
 // validate returns every problem, with field paths (lines are found by
 // ParseConfig).
 func (c Config) validate() []Problem {
-	var probs []Problem
-	bad := func(field, format string, args ...any) {
-		probs = append(probs, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
+	var v validation
+	v.top(c)
+	byAlgo := v.algorithms(c.Algorithms)
+	v.policies(c.Policies, byAlgo)
+	v.metricsAndEvents(c.Metrics, c.Events)
+	return v.probs
+}
+
+// validation collects the problems of a configuration.
+type validation struct{ probs []Problem }
+
+func (v *validation) bad(field, format string, args ...any) {
+	v.probs = append(v.probs, Problem{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// top checks on_exit and the pin roots.
+func (v *validation) top(c Config) {
 	switch c.OnExit {
 	case "", OnExitKeep, OnExitRemove:
 	default:
-		bad("on_exit", "%q is neither keep nor remove", c.OnExit)
+		v.bad("on_exit", "%q is neither keep nor remove", c.OnExit)
 	}
 	if c.BPFFS != "" && !path.IsAbs(c.BPFFS) {
-		bad("bpffs", "%q is not an absolute path", c.BPFFS)
+		v.bad("bpffs", "%q is not an absolute path", c.BPFFS)
 	}
 	if c.PolicyBPFFS != "" && !path.IsAbs(c.PolicyBPFFS) {
-		bad("policy_bpffs", "%q is not an absolute path", c.PolicyBPFFS)
+		v.bad("policy_bpffs", "%q is not an absolute path", c.PolicyBPFFS)
 	}
 	if c.BPFFS != "" && c.PolicyBPFFS != "" && path.Clean(c.BPFFS) == path.Clean(c.PolicyBPFFS) {
-		bad("policy_bpffs", "must differ from bpffs (%s): algorithms and policies are pinned in separate directories", c.BPFFS)
+		v.bad("policy_bpffs", "must differ from bpffs (%s): algorithms and policies are pinned in separate directories", c.BPFFS)
 	}
+}
 
+// algorithms checks the algorithms list; it returns the registered names
+// of each algorithm.
+func (v *validation) algorithms(algos []Algorithm) map[string][]string {
 	names := map[string]int{}
 	byAlgo := map[string][]string{}
-	for i, a := range c.Algorithms {
+	for i, a := range algos {
 		f := fmt.Sprintf("algorithms[%d]", i)
 		if a.Algo == "" {
-			bad(f+".algo", "missing: one of %s", strings.Join(cc.Names(), ", "))
+			v.bad(f+".algo", "missing: one of %s", strings.Join(cc.Names(), ", "))
 			continue
 		}
 		alg, err := cc.Lookup(a.Algo)
 		if err != nil {
-			bad(f+".algo", "%v", err)
+			v.bad(f+".algo", "%v", err)
 			continue
 		}
 		name := a.Name
 		if name == "" {
 			name = alg.DefaultName()
 		} else if !validCCName.MatchString(name) {
-			bad(f+".name", "%q: a congestion control name is 1 to 15 characters of a-z, 0-9, '_' and '-'", name)
+			v.bad(f+".name", "%q: a congestion control name is 1 to 15 characters of a-z, 0-9, '_' and '-'", name)
 		}
 		if j, dup := names[name]; dup {
-			bad(f+".name", "%q is also the name of algorithms[%d]; give one of them another name", name, j)
+			v.bad(f+".name", "%q is also the name of algorithms[%d]; give one of them another name", name, j)
 		}
 		names[name] = i
 		byAlgo[a.Algo] = append(byAlgo[a.Algo], name)
 		if a.RSFTarget < 0 || a.RSFTarget > time.Hour {
-			bad(f+".rsf_target", "%v is out of range (0 to 1h)", a.RSFTarget)
+			v.bad(f+".rsf_target", "%v is out of range (0 to 1h)", a.RSFTarget)
 		} else if a.RSFTarget > 0 && a.RSFTarget < time.Microsecond {
-			bad(f+".rsf_target", "%v is below the microsecond resolution of the parameter", a.RSFTarget)
+			v.bad(f+".rsf_target", "%v is below the microsecond resolution of the parameter", a.RSFTarget)
 		}
 	}
+	return byAlgo
+}
 
+// policies checks the policies against each other and the algorithms.
+func (v *validation) policies(pols []Policy, byAlgo map[string][]string) {
 	rules := map[string]int{}
-	for i, p := range c.Policies {
+	for i, p := range pols {
 		f := fmt.Sprintf("policies[%d]", i)
 		if p.Cgroup == "" {
-			bad(f+".cgroup", "missing: a cgroup v2 directory, absolute or relative to the cgroup v2 mount")
+			v.bad(f+".cgroup", "missing: a cgroup v2 directory, absolute or relative to the cgroup v2 mount")
 		} else if strings.ContainsRune(p.Cgroup, 0) {
-			bad(f+".cgroup", "contains a NUL byte")
+			v.bad(f+".cgroup", "contains a NUL byte")
 		} else {
 			dst, _ := parseDst(p.Dst)
 			key := fmt.Sprintf("%s|%v|%d", path.Clean(p.Cgroup), dst, p.DstPort)
 			if j, dup := rules[key]; dup {
-				bad(f, "policies[%d] already has a rule for cgroup %q with the same dst and dst_port; merge them", j, p.Cgroup)
+				v.bad(f, "policies[%d] already has a rule for cgroup %q with the same dst and dst_port; merge them", j, p.Cgroup)
 			}
 			rules[key] = i
 		}
-		switch {
-		case p.CC != "" && p.Algo != "":
-			bad(f, "give either cc (a registered name) or algo (an algorithm of this file), not both")
-		case p.CC == "" && p.Algo == "":
-			bad(f+".cc", "missing: the congestion control to give the cgroup (cc: NAME, or algo: ALGO of this file)")
-		case p.CC != "" && !validCCName.MatchString(p.CC):
-			bad(f+".cc", "%q is not a congestion control name (1 to 15 characters of a-z, 0-9, '_' and '-')", p.CC)
-		case p.Algo != "":
-			if _, err := cc.Lookup(p.Algo); err != nil {
-				bad(f+".algo", "%v", err)
-			} else if n := byAlgo[p.Algo]; len(n) == 0 {
-				bad(f+".algo", "%q is not in this file's algorithms list; add it there, or name a registered congestion control with cc:", p.Algo)
-			} else if len(n) > 1 {
-				bad(f+".algo", "%q is loaded under several names (%s): say which with cc:", p.Algo, strings.Join(n, ", "))
-			}
-		}
+		v.policyCC(f, p, byAlgo)
 		if p.Dst != "" {
 			if _, err := parseDst(p.Dst); err != nil {
-				bad(f+".dst", "%v", err)
+				v.bad(f+".dst", "%v", err)
 			}
 		}
 	}
+}
 
-	m := c.Metrics
+// policyCC checks what congestion control a policy gives (field f).
+func (v *validation) policyCC(f string, p Policy, byAlgo map[string][]string) {
+	switch {
+	case p.CC != "" && p.Algo != "":
+		v.bad(f, "give either cc (a registered name) or algo (an algorithm of this file), not both")
+	case p.CC == "" && p.Algo == "":
+		v.bad(f+".cc", "missing: the congestion control to give the cgroup (cc: NAME, or algo: ALGO of this file)")
+	case p.CC != "" && !validCCName.MatchString(p.CC):
+		v.bad(f+".cc", "%q is not a congestion control name (1 to 15 characters of a-z, 0-9, '_' and '-')", p.CC)
+	case p.Algo != "":
+		if _, err := cc.Lookup(p.Algo); err != nil {
+			v.bad(f+".algo", "%v", err)
+		} else if n := byAlgo[p.Algo]; len(n) == 0 {
+			v.bad(f+".algo", "%q is not in this file's algorithms list; add it there, or name a registered congestion control with cc:", p.Algo)
+		} else if len(n) > 1 {
+			v.bad(f+".algo", "%q is loaded under several names (%s): say which with cc:", p.Algo, strings.Join(n, ", "))
+		}
+	}
+}
+
+// metricsAndEvents checks the metrics endpoint and the watched namespaces.
+func (v *validation) metricsAndEvents(m Metrics, e Events) {
 	if m.ListenAddress != "" {
 		if err := metrics.CheckListenAddress(m.ListenAddress, m.AllowRemote); err != nil {
-			bad("metrics.listen_address", "%v", err)
+			v.bad("metrics.listen_address", "%v", err)
 		}
 	}
 	if m.MaxSubflows != nil && (*m.MaxSubflows < 0 || *m.MaxSubflows > 1<<20) {
-		bad("metrics.max_subflows", "%d is out of range (0 to %d; 0 exports the aggregates only)", *m.MaxSubflows, 1<<20)
+		v.bad("metrics.max_subflows", "%d is out of range (0 to %d; 0 exports the aggregates only)", *m.MaxSubflows, 1<<20)
 	}
-	for i, n := range c.Events.Namespaces {
+	for i, n := range e.Namespaces {
 		if n == "" || strings.ContainsAny(n, "/\x00") || n == "." || n == ".." {
-			bad(fmt.Sprintf("events.namespaces[%d]", i), "%q is not a network namespace name (as `ip netns list` shows them)", n)
+			v.bad(fmt.Sprintf("events.namespaces[%d]", i), "%q is not a network namespace name (as `ip netns list` shows them)", n)
 		}
 	}
-	return probs
 }
 
 // parseDst accepts a prefix (10.0.0.0/8, 2001:db8::/32) or a single address.
@@ -488,109 +424,4 @@ func (c Config) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), enc.Close()
-}
-
-// fieldPath splits "policies[1].dst" into ["policies", 1, "dst"].
-func fieldPath(f string) []any {
-	var out []any
-	for _, part := range strings.Split(f, ".") {
-		name, idx, ok := strings.Cut(part, "[")
-		if name != "" {
-			out = append(out, name)
-		}
-		if ok {
-			if n, err := strconv.Atoi(strings.TrimSuffix(idx, "]")); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	return out
-}
-
-// lineOf finds the line of a field path in the document (the closest
-// existing ancestor when the field itself is absent).
-func lineOf(root *yaml.Node, field string) int {
-	if root == nil || len(root.Content) == 0 || field == "" {
-		return 0
-	}
-	n := root.Content[0]
-	line := n.Line
-	for _, step := range fieldPath(field) {
-		switch s := step.(type) {
-		case string:
-			if n.Kind != yaml.MappingNode {
-				return line
-			}
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == s {
-					line = n.Content[i].Line
-					n = n.Content[i+1]
-					found = true
-					break
-				}
-			}
-			if !found {
-				return line
-			}
-		case int:
-			if n.Kind != yaml.SequenceNode || s >= len(n.Content) {
-				return line
-			}
-			n = n.Content[s]
-			line = n.Line
-		}
-	}
-	return line
-}
-
-// fieldAtLine names the key on a line, as a path ("policies[0].dst_port"):
-// the key whose name or scalar value is value if there are several.
-func fieldAtLine(root *yaml.Node, line int, value string) string {
-	first := ""
-	var walk func(n *yaml.Node, prefix string) string
-	walk = func(n *yaml.Node, prefix string) string {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				if f := walk(c, prefix); f != "" {
-					return f
-				}
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				p := k.Value
-				if prefix != "" {
-					p = prefix + "." + k.Value
-				}
-				if k.Line == line {
-					if value == "" || k.Value == value || v.Kind == yaml.ScalarNode && v.Value == value {
-						return p
-					}
-					if first == "" {
-						first = p
-					}
-				}
-				if f := walk(v, p); f != "" {
-					return f
-				}
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				p := fmt.Sprintf("%s[%d]", prefix, i)
-				if c.Kind == yaml.ScalarNode && c.Line == line {
-					return p
-				}
-				if f := walk(c, p); f != "" {
-					return f
-				}
-			}
-		}
-		return ""
-	}
-	if f := walk(root, ""); f != "" {
-		return f
-	}
-	return first
 }

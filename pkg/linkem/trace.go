@@ -1,15 +1,11 @@
 package linkem
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
 	"io"
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/mahimahi"
 )
 
 // TraceMTU is the number of bytes one trace line may deliver, as in mahimahi.
@@ -24,51 +20,18 @@ type Trace struct {
 
 // LoadTrace reads a trace file.
 func LoadTrace(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	ms, err := mahimahi.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	t, err := ParseTrace(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return t, nil
+	return &Trace{ms: ms}, nil
 }
 
-// ParseTrace parses one non-negative integer per line. Blank lines are
-// ignored; anything else that is not a non-decreasing integer is an error
-// naming the line.
+// ParseTrace parses one non-negative integer per line (mahimahi.Parse).
 func ParseTrace(r io.Reader) (*Trace, error) {
-	var ms []int64
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("trace line %d: %q is not an integer millisecond timestamp", line, s)
-		}
-		if v < 0 {
-			return nil, fmt.Errorf("trace line %d: negative timestamp %d", line, v)
-		}
-		if n := len(ms); n > 0 && v < ms[n-1] {
-			return nil, fmt.Errorf("trace line %d: timestamp %d goes back before %d", line, v, ms[n-1])
-		}
-		ms = append(ms, v)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	if len(ms) == 0 {
-		return nil, errors.New("trace: no timestamps")
-	}
-	if ms[len(ms)-1] == 0 {
-		// The last timestamp is the repeat period; 0 would replay the trace
-		// infinitely often at time 0.
-		return nil, errors.New("trace: last timestamp must be > 0 (it is the repeat period)")
+	ms, err := mahimahi.Parse(r)
+	if err != nil {
+		return nil, err
 	}
 	return &Trace{ms: ms}, nil
 }

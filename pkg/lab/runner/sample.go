@@ -1,4 +1,4 @@
-package lab
+package runner
 
 import (
 	"net/netip"
@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
@@ -27,15 +29,15 @@ type sampler struct {
 	insts    []*flowInst
 	diag     map[string]*sockdiag.Conn
 
-	samples []SubflowSample
-	goodput []GoodputSample
+	samples []report.SubflowSample
+	goodput []report.GoodputSample
 	errs    map[string]int
 	stopc   chan struct{}
 	done    chan struct{}
 	once    sync.Once
 }
 
-func newSampler(t0 time.Time, rec Record, ccs *CCSet, insts []*flowInst) (*sampler, error) {
+func newSampler(t0 time.Time, rec scenario.Record, ccs *CCSet, insts []*flowInst) (*sampler, error) {
 	s := &sampler{t0: t0, interval: rec.Sample, kernel: rec.Kernel, bpf: rec.BPF && ccs != nil, ccs: ccs, insts: insts,
 		diag: map[string]*sockdiag.Conn{}, errs: map[string]int{}, stopc: make(chan struct{}), done: make(chan struct{})}
 	if s.kernel {
@@ -108,7 +110,7 @@ func (s *sampler) tick() {
 			continue
 		}
 		if recv != nil {
-			s.goodput = append(s.goodput, GoodputSample{T: t, Flow: fi.name, Bytes: recv.Bytes()})
+			s.goodput = append(s.goodput, report.GoodputSample{T: t, Flow: fi.name, Bytes: recv.Bytes()})
 		}
 		if !initial.IsValid() {
 			continue
@@ -154,7 +156,7 @@ func (s *sampler) kernelRows(t float64, fi *flowInst, initial netip.AddrPort, li
 	for _, so := range group {
 		key := so.Local.String() + ">" + so.Remote.String()
 		in := &so.Info
-		row := SubflowSample{T: t, Flow: fi.name, Subflow: fi.subIndex(key), Path: fi.hostPath[so.Local.Addr()],
+		row := report.SubflowSample{T: t, Flow: fi.name, Subflow: fi.subIndex(key), Path: fi.hostPath[so.Local.Addr()],
 			Local: so.Local.String(), Remote: so.Remote.String(), CC: so.CC, Source: "kernel",
 			Cwnd: in.Snd_cwnd, Ssthresh: in.Snd_ssthresh, SRTTMs: float64(in.Rtt) / 1000, MinRTTMs: float64(in.Min_rtt) / 1000,
 			BytesAcked: in.Bytes_acked, BytesSent: in.Bytes_sent, Retrans: uint64(in.Total_retrans), Lost: uint64(in.Lost),
@@ -195,7 +197,7 @@ func (s *sampler) bpfRows(t float64, fi *flowInst, initial netip.AddrPort, bpf m
 		if stats.SsthreshIsInfinite(ss) {
 			ss = 0
 		}
-		s.samples = append(s.samples, SubflowSample{T: t, Flow: fi.name, Subflow: fi.subIndex(key), Path: fi.hostPath[k.local.Addr()],
+		s.samples = append(s.samples, report.SubflowSample{T: t, Flow: fi.name, Subflow: fi.subIndex(key), Path: fi.hostPath[k.local.Addr()],
 			Local: k.local.String(), Remote: k.remote.String(), CC: b.CC, Source: "bpf",
 			Cwnd: b.Cwnd, Ssthresh: ss, SRTTMs: float64(b.SRTT) / 1e6, MinRTTMs: float64(b.MinRTT) / 1e6,
 			BytesAcked: b.BytesAcked, BytesSent: b.BytesSent, Retrans: b.Retrans, Lost: b.Lost, InFlight: b.InFlight,

@@ -1,4 +1,4 @@
-package lab
+package runner
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
@@ -56,7 +58,7 @@ func assertNothingLeft(t *testing.T, id RunID) {
 // and nothing is left afterwards.
 func TestRunSmoke(t *testing.T) {
 	id := newRun(t)
-	f, err := Load("../../testdata/scenarios/smoke.yaml")
+	f, err := scenario.Load("../../../testdata/scenarios/smoke.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestRunSmoke(t *testing.T) {
 
 	// `mptcp-lab summarize` rebuilds the summary from the raw files alone:
 	// the same metrics as the run's own.
-	again, err := Summarize(dir)
+	again, err := report.Summarize(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestRunSmoke(t *testing.T) {
 // A run cancelled midway stops within seconds and leaves nothing.
 func TestRunCancelled(t *testing.T) {
 	id := newRun(t)
-	f, err := Parse("long.yaml", []byte(`
+	f, err := scenario.Parse("long.yaml", []byte(`
 name: long
 links: {a: {rate: 10Mbit, delay: 10ms}, b: {rate: 10Mbit}}
 servers: {s: {}}
@@ -211,7 +213,7 @@ func index(header []string) map[string]int {
 // the endpoints are added, then the second subflow joins it.
 func TestRunLateJoin(t *testing.T) {
 	id := newRun(t)
-	f, err := Parse("late.yaml", []byte(`
+	f, err := scenario.Parse("late.yaml", []byte(`
 name: late
 links:
   a: {rate: 20Mbit, delay: 5ms, queue: 1bdp}

@@ -1,4 +1,4 @@
-package lab
+package report
 
 import (
 	"bytes"
@@ -151,7 +151,27 @@ func legend(b *svgBuf, names []string, colors []string, dashed []bool, x float64
 func (c LineChart) SVG() []byte {
 	var b svgBuf
 	header(&b, c.Title)
-	x0, x1, y0, y1 := math.Inf(1), math.Inf(-1), 0.0, math.Inf(-1)
+	x0, x1, y0, y1 := c.bounds()
+	yt := niceTicks(y0, y1, 6)
+	fr := frame{x0: x0, x1: x1, y0: yt[0], y1: yt[len(yt)-1], px0: marginL, px1: plotW - marginR, py0: plotH - marginB, py1: marginT}
+	xt, xl := c.xTicks(x0, x1)
+	axes(&b, fr, c.XLabel, c.YLabel, xt, xl, yt)
+	var names, colors []string
+	var dashed []bool
+	for i, s := range c.Series {
+		col := palette[i%len(palette)]
+		names, colors, dashed = append(names, s.Name), append(colors, col), append(dashed, s.Dashed)
+		s.plot(&b, fr, col)
+	}
+	legend(&b, names, colors, dashed, plotW-marginR+14)
+	b.f("</svg>\n")
+	return b.Bytes()
+}
+
+// bounds is the range of the chart's data, error bars included; y starts
+// at 0 or below.
+func (c LineChart) bounds() (x0, x1, y0, y1 float64) {
+	x0, x1, y0, y1 = math.Inf(1), math.Inf(-1), 0.0, math.Inf(-1)
 	for _, s := range c.Series {
 		for i := range s.X {
 			if math.IsNaN(s.Y[i]) {
@@ -177,60 +197,54 @@ func (c LineChart) SVG() []byte {
 	if y1 <= y0 {
 		y1 = y0 + 1
 	}
-	yt := niceTicks(y0, y1, 6)
-	fr := frame{x0: x0, x1: x1, y0: yt[0], y1: yt[len(yt)-1], px0: marginL, px1: plotW - marginR, py0: plotH - marginB, py1: marginT}
-	var xt []float64
-	var xl []string
+	return x0, x1, y0, y1
+}
+
+// xTicks are the chart's x ticks: its categories, or nice numbers in
+// [x0, x1].
+func (c LineChart) xTicks(x0, x1 float64) (xt []float64, xl []string) {
 	if c.XTicks != nil {
 		for i, l := range c.XTicks {
 			xt = append(xt, float64(i))
 			xl = append(xl, l)
 		}
-	} else {
-		xt = niceTicks(x0, x1, 8)
-		var keep []float64
-		for _, t := range xt {
-			if t >= x0-1e-9 && t <= x1+1e-9 {
-				keep = append(keep, t)
-			}
-		}
-		xt = keep
+		return xt, xl
 	}
-	axes(&b, fr, c.XLabel, c.YLabel, xt, xl, yt)
-	var names, colors []string
-	var dashed []bool
-	for i, s := range c.Series {
-		col := palette[i%len(palette)]
-		names, colors, dashed = append(names, s.Name), append(colors, col), append(dashed, s.Dashed)
-		var pts bytes.Buffer
-		for j := range s.X {
-			if math.IsNaN(s.Y[j]) {
-				continue
-			}
-			fmt.Fprintf(&pts, "%.1f,%.1f ", fr.X(s.X[j]), fr.Y(s.Y[j]))
-		}
-		dash := ""
-		if s.Dashed {
-			dash = ` stroke-dasharray="5,3"`
-		}
-		b.f(`<polyline fill="none" stroke="%s" stroke-width="1.6"%s points="%s"/>`+"\n", col, dash, bytes.TrimSpace(pts.Bytes()))
-		for j := range s.X {
-			if math.IsNaN(s.Y[j]) {
-				continue
-			}
-			x, y := fr.X(s.X[j]), fr.Y(s.Y[j])
-			if j < len(s.Err) && s.Err[j] > 0 {
-				lo, hi := fr.Y(s.Y[j]-s.Err[j]), fr.Y(s.Y[j]+s.Err[j])
-				b.f(`<path d="M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f" stroke="%s"/>`+"\n", x, lo, hi, x-4, lo, x+4, x-4, hi, x+4, col)
-			}
-			if s.Markers {
-				b.f(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x, y, col)
-			}
+	for _, t := range niceTicks(x0, x1, 8) {
+		if t >= x0-1e-9 && t <= x1+1e-9 {
+			xt = append(xt, t)
 		}
 	}
-	legend(&b, names, colors, dashed, plotW-marginR+14)
-	b.f("</svg>\n")
-	return b.Bytes()
+	return xt, nil
+}
+
+// plot draws the series as a line, with its error bars and markers.
+func (s Series) plot(b *svgBuf, fr frame, col string) {
+	var pts bytes.Buffer
+	for j := range s.X {
+		if math.IsNaN(s.Y[j]) {
+			continue
+		}
+		fmt.Fprintf(&pts, "%.1f,%.1f ", fr.X(s.X[j]), fr.Y(s.Y[j]))
+	}
+	dash := ""
+	if s.Dashed {
+		dash = ` stroke-dasharray="5,3"`
+	}
+	b.f(`<polyline fill="none" stroke="%s" stroke-width="1.6"%s points="%s"/>`+"\n", col, dash, bytes.TrimSpace(pts.Bytes()))
+	for j := range s.X {
+		if math.IsNaN(s.Y[j]) {
+			continue
+		}
+		x, y := fr.X(s.X[j]), fr.Y(s.Y[j])
+		if j < len(s.Err) && s.Err[j] > 0 {
+			lo, hi := fr.Y(s.Y[j]-s.Err[j]), fr.Y(s.Y[j]+s.Err[j])
+			b.f(`<path d="M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f" stroke="%s"/>`+"\n", x, lo, hi, x-4, lo, x+4, x-4, hi, x+4, col)
+		}
+		if s.Markers {
+			b.f(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x, y, col)
+		}
+	}
 }
 
 // SVG renders the chart.

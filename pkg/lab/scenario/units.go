@@ -1,4 +1,4 @@
-package lab
+package scenario
 
 import (
 	"fmt"
@@ -22,24 +22,16 @@ func ParseRate(s string) (uint64, error) {
 	if strings.Contains(unit, "B") {
 		return 0, fmt.Errorf("rate %q: give rates in bits (kbit, Mbit, Gbit), not bytes", s)
 	}
-	mult := 1.0
-	switch strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(unit, "/s"), "ps"), "it")) {
-	case "", "b":
-		mult = 1
-	case "k", "kb":
-		mult = 1e3
-	case "m", "mb":
-		mult = 1e6
-	case "g", "gb":
-		mult = 1e9
-	default:
+	mult, ok := multiplier(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(unit, "/s"), "ps"), "it"), nil)
+	if !ok {
 		return 0, fmt.Errorf("rate %q: unknown unit %q (use bit, kbit, Mbit or Gbit; per second)", s, unit)
 	}
-	if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("rate %q must be a non-negative number", s)
-	}
-	return uint64(math.Round(v * mult)), nil
+	r, err := scale("rate", s, v, mult)
+	return uint64(r), err
 }
+
+// binary are the units of powers of 1024 that sizes take.
+var binary = map[string]float64{"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 
 // ParseSize parses a byte count: "100KB" (10^3), "10MB", "1MiB" (2^20),
 // "1500B" or a plain number of bytes.
@@ -48,28 +40,39 @@ func ParseSize(s string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	mult := 1.0
-	switch strings.ToLower(unit) {
-	case "", "b":
-	case "k", "kb":
-		mult = 1e3
-	case "m", "mb":
-		mult = 1e6
-	case "g", "gb":
-		mult = 1e9
-	case "kib":
-		mult = 1 << 10
-	case "mib":
-		mult = 1 << 20
-	case "gib":
-		mult = 1 << 30
-	default:
+	mult, ok := multiplier(unit, binary)
+	if !ok {
 		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KB, MB, GB, KiB, MiB, GiB)", s, unit)
 	}
-	if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("size %q must be a non-negative number", s)
+	b, err := scale("size", s, v, mult)
+	return int64(b), err
+}
+
+// multiplier is the factor of a unit: none or b(it/yte), k, m or g
+// (powers of 1000, with or without a trailing b), or one of more.
+func multiplier(unit string, more map[string]float64) (float64, bool) {
+	u := strings.ToLower(unit)
+	switch u {
+	case "", "b":
+		return 1, true
+	case "k", "kb":
+		return 1e3, true
+	case "m", "mb":
+		return 1e6, true
+	case "g", "gb":
+		return 1e9, true
 	}
-	return int64(math.Round(v * mult)), nil
+	m, ok := more[u]
+	return m, ok
+}
+
+// scale is v units of mult, rounded; what (rate, size) and s name the value
+// in the error for a negative or non-finite number.
+func scale(what, s string, v, mult float64) (float64, error) {
+	if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%s %q must be a non-negative number", what, s)
+	}
+	return math.Round(v * mult), nil
 }
 
 // ParseProb parses a probability: "2%" or 0.02.

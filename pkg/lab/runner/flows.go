@@ -1,4 +1,4 @@
-package lab
+package runner
 
 import (
 	"bytes"
@@ -15,13 +15,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
 // flowInst is one transfer of a repetition.
 type flowInst struct {
-	spec     *Flow
+	spec     *scenario.Flow
 	index    int
 	name     string
 	ns       string     // client namespace
@@ -44,9 +46,9 @@ type flowInst struct {
 	subs      map[string]int    // subflow key -> index
 	retrans   map[string]uint64 // per subflow: last tcp_info total_retrans
 	retransB  map[string]uint64 // per subflow: last map retrans
-	iperfGood []GoodputSample
+	iperfGood []report.GoodputSample
 
-	res FlowResult
+	res report.FlowResult
 }
 
 func (fi *flowInst) snapshot() (initial netip.AddrPort, recv *xfer.Received, active bool) {
@@ -128,25 +130,7 @@ func (fi *flowInst) runXfer(ctx context.Context, t0 time.Time, srv *xfer.Server,
 	fi.recv = recv
 	fi.mu.Unlock()
 
-	var b1, b2 int64 = -1, -1
-	var tm sync.Mutex
-	var timers []*time.Timer
-	if f.Duration > 0 {
-		at := func(d time.Duration, dst *int64) {
-			timers = append(timers, time.AfterFunc(time.Until(fi.startedAt.Add(d)), func() {
-				tm.Lock()
-				*dst = recv.Bytes()
-				tm.Unlock()
-			}))
-		}
-		if warmup > 0 {
-			at(warmup, &b1)
-		} else {
-			b1 = 0
-		}
-		at(f.Duration, &b2)
-	}
-
+	tp := fi.measure(recv, warmup)
 	done := make(chan struct{})
 	var res xfer.Result
 	var werr error
@@ -157,12 +141,52 @@ func (fi *flowInst) runXfer(ctx context.Context, t0 time.Time, srv *xfer.Server,
 	select {
 	case <-done:
 	case <-ctx.Done():
-		for _, t := range timers {
-			t.Stop()
-		}
+		tp.stop()
 		fi.fail(fmt.Errorf("interrupted: %w", ctx.Err()))
 		return
 	}
+	fi.xferDone(res, werr, recv, tp, warmup)
+}
+
+// throughput takes the receiver's byte count at the end of the warmup and
+// of the duration of a timed flow.
+type throughput struct {
+	mu     sync.Mutex
+	b1, b2 int64 // -1 until taken
+	timers []*time.Timer
+}
+
+// measure starts taking the counts of a timed flow.
+func (fi *flowInst) measure(recv *xfer.Received, warmup time.Duration) *throughput {
+	tp := &throughput{b1: -1, b2: -1}
+	if fi.spec.Duration == 0 {
+		return tp
+	}
+	at := func(d time.Duration, dst *int64) {
+		tp.timers = append(tp.timers, time.AfterFunc(time.Until(fi.startedAt.Add(d)), func() {
+			tp.mu.Lock()
+			*dst = recv.Bytes()
+			tp.mu.Unlock()
+		}))
+	}
+	if warmup > 0 {
+		at(warmup, &tp.b1)
+	} else {
+		tp.b1 = 0
+	}
+	at(fi.spec.Duration, &tp.b2)
+	return tp
+}
+
+func (tp *throughput) stop() {
+	for _, t := range tp.timers {
+		t.Stop()
+	}
+}
+
+// xferDone records the result of a finished transfer.
+func (fi *flowInst) xferDone(res xfer.Result, werr error, recv *xfer.Received, tp *throughput, warmup time.Duration) {
+	f := fi.spec
 	end := time.Now()
 	fi.mu.Lock()
 	defer fi.mu.Unlock()
@@ -182,11 +206,11 @@ func (fi *flowInst) runXfer(ctx context.Context, t0 time.Time, srv *xfer.Server,
 		r.CompletionS = r.ElapsedS
 	}
 	if f.Duration > 0 {
-		tm.Lock()
-		if b1 >= 0 && b2 >= b1 {
-			r.ThroughputMbps = float64(b2-b1) * 8 / (f.Duration - warmup).Seconds() / 1e6
+		tp.mu.Lock()
+		if tp.b1 >= 0 && tp.b2 >= tp.b1 {
+			r.ThroughputMbps = float64(tp.b2-tp.b1) * 8 / (f.Duration - warmup).Seconds() / 1e6
 		}
-		tm.Unlock()
+		tp.mu.Unlock()
 	} else if r.CompletionS > 0 {
 		r.ThroughputMbps = float64(r.Delivered) * 8 / r.CompletionS / 1e6
 	}
@@ -347,7 +371,7 @@ func (fi *flowInst) runIperf(ctx context.Context, t0 time.Time, interval, warmup
 	var cum int64
 	for _, iv := range j.Intervals {
 		cum += iv.Sum.Bytes
-		fi.iperfGood = append(fi.iperfGood, GoodputSample{T: off + iv.Sum.End, Flow: fi.name, Bytes: cum})
+		fi.iperfGood = append(fi.iperfGood, report.GoodputSample{T: off + iv.Sum.End, Flow: fi.name, Bytes: cum})
 	}
 }
 

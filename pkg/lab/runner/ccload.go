@@ -1,4 +1,4 @@
-package lab
+package runner
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -31,7 +32,7 @@ type CCSet struct {
 
 // LoadCCs loads every spec under a unique name in the run's pin root. On
 // failure what was loaded is unloaded again.
-func LoadCCs(id RunID, specs []CCSpec) (*CCSet, error) {
+func LoadCCs(id RunID, specs []scenario.CCSpec) (*CCSet, error) {
 	s := &CCSet{root: id.PinRoot(), bySpec: map[string]*LoadedCC{}}
 	used := map[string]bool{}
 	for _, sp := range specs {
@@ -77,7 +78,7 @@ func LoadCCs(id RunID, specs []CCSpec) (*CCSet, error) {
 }
 
 // KernelName is the name a flow's socket selects for spec.
-func (s *CCSet) KernelName(spec CCSpec) string {
+func (s *CCSet) KernelName(spec scenario.CCSpec) string {
 	if !spec.Ours() {
 		return spec.Name
 	}
@@ -122,7 +123,7 @@ func (s *CCSet) Unload() error {
 
 // checkKernelCCs fails, naming the flow, for kernel congestion controls the
 // kernel does not offer.
-func checkKernelCCs(f *File) error {
+func checkKernelCCs(f *scenario.File) error {
 	have, err := cc.Registered()
 	if err != nil {
 		return err
