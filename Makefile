@@ -14,7 +14,7 @@ GO_MIN   := 1.26
 GO_TOOLCHAIN := go1.26.8
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd \
-	ethtool iputils-ping curl unzip ca-certificates
+	ethtool iputils-ping curl unzip ca-certificates zsh groff-base
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.
@@ -26,7 +26,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build generate test test-short bench soak demo clean vet reproduce
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce
 
 all: build
 
@@ -57,6 +57,18 @@ generate: $(GEN_STAMP)
 build: generate
 	$(GO) build -o bin/ ./cmd/...
 
+# Man pages and shell completions, generated from the commands' own
+# definitions (internal/cli), so they cannot drift from the flags.
+BINARIES := mptcp-cc mptcp-lab mptcp-xfer
+gen-docs: build
+	@mkdir -p build/man build/completions/bash build/completions/zsh
+	@for b in $(BINARIES); do \
+		bin/$$b man build/man && \
+		bin/$$b completion bash > build/completions/bash/$$b && \
+		bin/$$b completion zsh > build/completions/zsh/_$$b || exit 1; \
+	done
+	@echo "man pages in build/man, completions in build/completions"
+
 vet: generate
 	$(GO) vet ./...
 
@@ -82,7 +94,7 @@ demo: deps build
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin $(VMLINUX) $(VMLINUX).tmp $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
+	rm -rf bin build $(VMLINUX) $(VMLINUX).tmp $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
 
 # The seed papers' experiments (docs/results/*.md): every scenario file of an
 # experiment runs under the network lock on its own, so other users of the

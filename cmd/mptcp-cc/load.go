@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -10,104 +11,98 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
-func cmdLoad(args []string, out io.Writer) error {
-	fs := newFlags("load", "--algo NAME [--lisa] [--rsf-target DURATION] [--name CCNAME]")
+func cmdLoad(fs *flag.FlagSet) cli.Action {
 	algo := fs.String("algo", "", "algorithm: "+joinNames())
 	name := fs.String("name", "", "name to register under (default mptcp_ALGO)")
 	lisa := fs.Bool("lisa", false, "LISA linked slow start for joining subflows")
 	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "RSF target queueing delay d")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	root := pinRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if *algo == "" {
-		return fmt.Errorf("--algo is required: one of %s", joinNames())
-	}
-	a, err := cc.Lookup(*algo)
-	if err != nil {
-		return err
-	}
-	opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace}}
-	if err := cc.Load(a, opts); err != nil {
-		return err
-	}
-	registered := *name
-	if registered == "" {
-		registered = a.DefaultName()
-	}
-	fmt.Fprintf(out, "%s registered (%s); use it with `sysctl net.ipv4.tcp_congestion_control=%s` or setsockopt(TCP_CONGESTION)\n", registered, a.Summary, registered)
-	return nil
-}
-
-func cmdUnload(args []string, out io.Writer) error {
-	fs := newFlags("unload", "--algo NAME | --name CCNAME")
-	algo := fs.String("algo", "", "algorithm loaded under its default name")
-	name := fs.String("name", "", "registered name")
-	root := pinRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	target := *name
-	if target == "" {
+	return func(_ []string, out io.Writer) error {
 		if *algo == "" {
-			return fmt.Errorf("say what to unload: --algo NAME or --name CCNAME")
+			return fmt.Errorf("--algo is required: one of %s", joinNames())
 		}
 		a, err := cc.Lookup(*algo)
 		if err != nil {
 			return err
 		}
-		target = a.DefaultName()
-	}
-	if err := cc.Unload(target, *root); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s unregistered; connections that use it keep it until they close\n", target)
-	return nil
-}
-
-func cmdList(args []string, out io.Writer) error {
-	fs := newFlags("list", "[--json]")
-	asJSON := fs.Bool("json", false, "JSON output")
-	root := pinRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	snap, err := stats.Pinned{Root: *root}.Read()
-	if err != nil {
-		return err
-	}
-	loaded := snap.Loaded
-	if *asJSON {
-		type entry struct {
-			Name        string  `json:"name"`
-			Algo        string  `json:"algo"`
-			LISA        bool    `json:"lisa"`
-			RSFTargetMs float64 `json:"rsf_target_ms"`
-			Trace       bool    `json:"trace"`
-			Subflows    int     `json:"subflows"`
-			Registered  bool    `json:"registered"`
-			PinDir      string  `json:"pin_dir"`
+		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace}}
+		if err := cc.Load(a, opts); err != nil {
+			return err
 		}
-		list := []entry{}
-		for _, l := range loaded {
-			list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, snap.Count(l.Name), l.Registered, l.PinDir})
+		registered := *name
+		if registered == "" {
+			registered = a.DefaultName()
 		}
-		return cli.WriteJSON(out, list)
-	}
-	if len(loaded) == 0 {
-		fmt.Fprintln(out, "nothing loaded; try `mptcp-cc load --algo olia`")
+		fmt.Fprintf(out, "%s registered (%s); use it with `sysctl net.ipv4.tcp_congestion_control=%s` or setsockopt(TCP_CONGESTION)\n", registered, a.Summary, registered)
 		return nil
 	}
-	t := cli.NewTable(out, "NAME", "ALGO", "PARAMETERS", "SUBFLOWS", "STATE")
-	for _, l := range loaded {
-		state := "registered"
-		if !l.Registered {
-			state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
+}
+
+func cmdUnload(fs *flag.FlagSet) cli.Action {
+	algo := fs.String("algo", "", "algorithm loaded under its default name")
+	name := fs.String("name", "", "registered name")
+	root := pinRootFlag(fs)
+	return func(_ []string, out io.Writer) error {
+		target := *name
+		if target == "" {
+			if *algo == "" {
+				return fmt.Errorf("say what to unload: --algo NAME or --name CCNAME")
+			}
+			a, err := cc.Lookup(*algo)
+			if err != nil {
+				return err
+			}
+			target = a.DefaultName()
 		}
-		t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), snap.Count(l.Name), state)
+		if err := cc.Unload(target, *root); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s unregistered; connections that use it keep it until they close\n", target)
+		return nil
 	}
-	return t.Flush()
+}
+
+func cmdList(fs *flag.FlagSet) cli.Action {
+	asJSON := fs.Bool("json", false, "JSON output")
+	root := pinRootFlag(fs)
+	return func(_ []string, out io.Writer) error {
+		snap, err := stats.Pinned{Root: *root}.Read()
+		if err != nil {
+			return err
+		}
+		loaded := snap.Loaded
+		if *asJSON {
+			type entry struct {
+				Name        string  `json:"name"`
+				Algo        string  `json:"algo"`
+				LISA        bool    `json:"lisa"`
+				RSFTargetMs float64 `json:"rsf_target_ms"`
+				Trace       bool    `json:"trace"`
+				Subflows    int     `json:"subflows"`
+				Registered  bool    `json:"registered"`
+				PinDir      string  `json:"pin_dir"`
+			}
+			list := []entry{}
+			for _, l := range loaded {
+				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, snap.Count(l.Name), l.Registered, l.PinDir})
+			}
+			return cli.WriteJSON(out, list)
+		}
+		if len(loaded) == 0 {
+			fmt.Fprintln(out, "nothing loaded; try `mptcp-cc load --algo olia`")
+			return nil
+		}
+		t := cli.NewTable(out, "NAME", "ALGO", "PARAMETERS", "SUBFLOWS", "STATE")
+		for _, l := range loaded {
+			state := "registered"
+			if !l.Registered {
+				state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
+			}
+			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), snap.Count(l.Name), state)
+		}
+		return t.Flush()
+	}
 }
 
 func describeParams(algo string, p cc.Params) string {
@@ -121,16 +116,28 @@ func describeParams(algo string, p cc.Params) string {
 	return s
 }
 
-func cmdAlgorithms(args []string, out io.Writer) error {
-	fs := newFlags("algorithms", "")
-	if err := cli.Parse(fs, args); err != nil {
-		return err
+func cmdAlgorithms(fs *flag.FlagSet) cli.Action {
+	asJSON := fs.Bool("json", false, "JSON output")
+	return func(_ []string, out io.Writer) error {
+		if *asJSON {
+			type entry struct {
+				Algo        string `json:"algo"`
+				KernelName  string `json:"kernel_name"`
+				Coupled     string `json:"coupled_quantity"`
+				Description string `json:"description"`
+			}
+			list := []entry{}
+			for _, a := range cc.Algorithms() {
+				list = append(list, entry{a.Name, a.DefaultName(), a.Coupled, a.Summary})
+			}
+			return cli.WriteJSON(out, list)
+		}
+		t := cli.NewTable(out, "ALGO", "KERNEL NAME", "COUPLED QUANTITY", "DESCRIPTION")
+		for _, a := range cc.Algorithms() {
+			t.Row(a.Name, a.DefaultName(), a.Coupled, a.Summary)
+		}
+		return t.Flush()
 	}
-	t := cli.NewTable(out, "ALGO", "KERNEL NAME", "COUPLED QUANTITY", "DESCRIPTION")
-	for _, a := range cc.Algorithms() {
-		t.Row(a.Name, a.DefaultName(), a.Coupled, a.Summary)
-	}
-	return t.Flush()
 }
 
 func joinNames() string {

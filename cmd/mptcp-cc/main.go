@@ -10,25 +10,41 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 )
 
-var app = cli.App{
-	Name: "mptcp-cc",
+var app = (&cli.App{
+	Name:    "mptcp-cc",
+	Summary: "coupled MPTCP congestion controls (BPF struct_ops): load, observe, apply per cgroup",
 	Commands: []cli.Command{
-		{Name: "load", Summary: "register an algorithm with the kernel (stays after exit)", Run: cmdLoad},
-		{Name: "unload", Summary: "unregister an algorithm", Run: cmdUnload},
-		{Name: "list", Summary: "show loaded algorithms, their parameters and users", Run: cmdList},
-		{Name: "subflows", Summary: "show live per-subflow state (--json for scripts)", Run: cmdSubflows},
-		{Name: "algorithms", Summary: "show the algorithms this build ships", Run: cmdAlgorithms},
-		{Name: "policy", Summary: "per-cgroup CC policy: attach, detach, list", Run: cmdPolicy},
-		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token", Run: cmdSet},
-		{Name: "serve", Summary: "run the daemon: load/adopt algorithms, attach policies, serve Prometheus metrics", Run: cmdServe},
-		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)", Run: cmdTop},
+		{Name: "load", Summary: "register an algorithm with the kernel (stays after exit)",
+			Usage: "--algo NAME [--lisa] [--rsf-target DURATION] [--name CCNAME]", Flags: cmdLoad},
+		{Name: "unload", Summary: "unregister an algorithm", Usage: "--algo NAME | --name CCNAME", Flags: cmdUnload},
+		{Name: "list", Summary: "show loaded algorithms, their parameters and users", Usage: "[--json]", Flags: cmdList},
+		{Name: "subflows", Summary: "show live per-subflow state (--json for scripts)", Usage: "[--json] [--watch DURATION]", Flags: cmdSubflows},
+		{Name: "algorithms", Summary: "show the algorithms this build ships", Usage: "[--json]", Flags: cmdAlgorithms},
+		{Name: "policy", Summary: "per-cgroup CC policy: attach, detach, list", Help: policyHelp, Sub: []cli.Command{
+			{Name: "attach", Summary: "new MPTCP subflows of processes in the cgroup (and below it) run the congestion control; --dst/--dport restrict the rule to a peer prefix and a service port; --tcp applies it to plain TCP sockets too",
+				Usage: "--cgroup DIR --algo NAME [--dst PREFIX] [--dport N] [--tcp]", Flags: cmdPolicyAttach},
+			{Name: "detach", Summary: "remove the cgroup's whole policy, or only some rules",
+				Usage: "--cgroup DIR [--algo NAME | --rule ID]", Flags: cmdPolicyDetach},
+			{Name: "list", Summary: "show every policy, its rules and what they did", Usage: "[--json]", Flags: cmdPolicyList},
+		}},
+		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token",
+			Usage: "--token TOKEN --algo NAME [--netns NAME] [--json]", Flags: cmdSet},
+		{Name: "serve", Summary: "run the daemon: load/adopt algorithms, attach policies, serve Prometheus metrics",
+			Usage: "[--config FILE] [--config.check] [flags overriding the file]", Flags: cmdServe},
+		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)",
+			Usage: "[--sort cwnd|srtt|rate|token] [--once] [--json] [--netns NAME]", Flags: cmdTop},
+		{Name: "version", Summary: "the version, the build and the kernel features this program needs", Usage: "[--json]", Flags: cmdVersion},
 	},
+	Footer: "README.md and docs/ in the source tree, or /usr/share/doc/mptcp-cc, describe the algorithms, the daemon and the metrics.",
+}).WithDocs()
+
+func main() {
+	// --version, as operators expect of any daemon binary.
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		os.Args[1] = "version"
+	}
+	app.Main()
 }
-
-func main() { app.Main() }
-
-// newFlags makes the flag set of "mptcp-cc NAME".
-func newFlags(name, args string) *flag.FlagSet { return cli.NewFlags("mptcp-cc", name, args) }
 
 // pinRootFlag is shared by every command that touches pins.
 func pinRootFlag(fs *flag.FlagSet) *string {

@@ -14,42 +14,11 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 )
 
-const policyUsage = `usage: mptcp-cc policy SUBCOMMAND [flags]
-
-  attach --cgroup DIR --algo NAME [--dst PREFIX] [--dport N] [--tcp]
-        new MPTCP subflows of processes in the cgroup (and below it) run the
-        congestion control; --dst/--dport restrict the rule to a peer prefix
-        and a service port; --tcp applies it to plain TCP sockets too
-  detach --cgroup DIR [--algo NAME | --rule ID]
-        remove the cgroup's whole policy, or only some rules
-  list [--json]
-        show every policy, its rules and what they did
-
-DIR is a cgroup v2 directory, absolute or relative to the cgroup v2 mount.
+const policyHelp = `DIR is a cgroup v2 directory, absolute or relative to the cgroup v2 mount.
 NAME is an algorithm of this project (olia: the kernel's mptcp_olia, loaded
 with ` + "`mptcp-cc load --algo olia`" + `) or any registered congestion control.
 The most specific rule wins; the nearest cgroup's policy wins; subflows that
-join a connection take the CC it already runs.
-`
-
-func cmdPolicy(args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(out, policyUsage)
-		if len(args) == 0 {
-			return errors.New("say what to do: attach, detach or list")
-		}
-		return flag.ErrHelp
-	}
-	switch args[0] {
-	case "attach":
-		return cmdPolicyAttach(args[1:], out)
-	case "detach":
-		return cmdPolicyDetach(args[1:], out)
-	case "list":
-		return cmdPolicyList(args[1:], out)
-	}
-	return fmt.Errorf("unknown subcommand %q: attach, detach or list (`mptcp-cc policy -h`)", args[0])
-}
+join a connection take the CC it already runs.`
 
 // policyRootFlag is where policies are pinned.
 func policyRootFlag(fs *flag.FlagSet) *string {
@@ -83,138 +52,132 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	return netip.Prefix{}, fmt.Errorf("bad --dst %q: want an IPv4 or IPv6 prefix such as 10.0.0.0/8 or 2001:db8::/32, or an address", s)
 }
 
-func cmdPolicyAttach(args []string, out io.Writer) error {
-	fs := newFlags("policy attach", "--cgroup DIR --algo NAME [--dst PREFIX] [--dport N] [--tcp]")
+func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 	cgroup := fs.String("cgroup", "", "cgroup v2 directory (absolute, or relative to the cgroup v2 mount)")
 	algo := fs.String("algo", "", "algorithm ("+joinNames()+") or registered congestion control")
 	dst := fs.String("dst", "", "only peers in this prefix (IPv4 or IPv6)")
 	dport := fs.Uint("dport", 0, "only this service port (remote when connecting, local when accepting)")
 	tcp := fs.Bool("tcp", false, "plain TCP sockets too, not only MPTCP subflows")
 	root := policyRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
+	return func(_ []string, out io.Writer) error {
+		if *cgroup == "" {
+			return errors.New("--cgroup is required")
+		}
+		if *algo == "" {
+			return fmt.Errorf("--algo is required: one of %s, or a registered congestion control", joinNames())
+		}
+		prefix, err := parsePrefix(*dst)
+		if err != nil {
+			return err
+		}
+		if *dport > 65535 {
+			return fmt.Errorf("bad --dport %d: a port is 1 to 65535", *dport)
+		}
+		r := policy.Rule{Cgroup: *cgroup, CC: ccName(*algo), Dst: prefix, DstPort: uint16(*dport), PlainTCP: *tcp}
+		info, err := policy.AttachRule(r, *root)
+		if err != nil {
+			return err
+		}
+		what := "MPTCP subflows"
+		if info.PlainTCP {
+			what = "MPTCP subflows and plain TCP sockets"
+		}
+		if info.Dst.IsValid() {
+			what += " with peers in " + info.Dst.String()
+		}
+		if info.DstPort != 0 {
+			what += " on port " + strconv.Itoa(int(info.DstPort))
+		}
+		fmt.Fprintf(out, "rule %d in %s: new %s run %s\n", info.ID, *cgroup, what, info.CC)
+		return nil
 	}
-	if *cgroup == "" {
-		return errors.New("--cgroup is required")
-	}
-	if *algo == "" {
-		return fmt.Errorf("--algo is required: one of %s, or a registered congestion control", joinNames())
-	}
-	prefix, err := parsePrefix(*dst)
-	if err != nil {
-		return err
-	}
-	if *dport > 65535 {
-		return fmt.Errorf("bad --dport %d: a port is 1 to 65535", *dport)
-	}
-	r := policy.Rule{Cgroup: *cgroup, CC: ccName(*algo), Dst: prefix, DstPort: uint16(*dport), PlainTCP: *tcp}
-	info, err := policy.AttachRule(r, *root)
-	if err != nil {
-		return err
-	}
-	what := "MPTCP subflows"
-	if info.PlainTCP {
-		what = "MPTCP subflows and plain TCP sockets"
-	}
-	if info.Dst.IsValid() {
-		what += " with peers in " + info.Dst.String()
-	}
-	if info.DstPort != 0 {
-		what += " on port " + strconv.Itoa(int(info.DstPort))
-	}
-	fmt.Fprintf(out, "rule %d in %s: new %s run %s\n", info.ID, *cgroup, what, info.CC)
-	return nil
 }
 
-func cmdPolicyDetach(args []string, out io.Writer) error {
-	fs := newFlags("policy detach", "--cgroup DIR [--algo NAME | --rule ID]")
+func cmdPolicyDetach(fs *flag.FlagSet) cli.Action {
 	cgroup := fs.String("cgroup", "", "cgroup v2 directory")
 	algo := fs.String("algo", "", "remove only the rules naming this algorithm or congestion control")
 	rule := fs.Uint("rule", 0, "remove only this rule (ids: `mptcp-cc policy list`)")
 	root := policyRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
+	return func(_ []string, out io.Writer) error {
+		if *cgroup == "" {
+			return errors.New("--cgroup is required")
+		}
+		switch {
+		case *algo != "" && *rule != 0:
+			return errors.New("give --algo or --rule, not both")
+		case *algo != "":
+			n, err := policy.DetachCC(*cgroup, ccName(*algo), *root)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "removed %d rule(s) naming %s from %s\n", n, ccName(*algo), *cgroup)
+		case *rule != 0:
+			if err := policy.DetachRule(*cgroup, uint32(*rule), *root); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "removed rule %d from %s\n", *rule, *cgroup)
+		default:
+			if err := policy.Detach(*cgroup, *root); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "policy of %s detached; its sockets keep the CC they were given\n", *cgroup)
+		}
+		return nil
 	}
-	if *cgroup == "" {
-		return errors.New("--cgroup is required")
-	}
-	switch {
-	case *algo != "" && *rule != 0:
-		return errors.New("give --algo or --rule, not both")
-	case *algo != "":
-		n, err := policy.DetachCC(*cgroup, ccName(*algo), *root)
+}
+
+func cmdPolicyList(fs *flag.FlagSet) cli.Action {
+	asJSON := fs.Bool("json", false, "JSON output")
+	root := policyRootFlag(fs)
+	return func(_ []string, out io.Writer) error {
+		list, err := policy.List(*root)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "removed %d rule(s) naming %s from %s\n", n, ccName(*algo), *cgroup)
-	case *rule != 0:
-		if err := policy.DetachRule(*cgroup, uint32(*rule), *root); err != nil {
-			return err
+		if *asJSON {
+			if list == nil {
+				list = []policy.Attachment{}
+			}
+			return cli.WriteJSON(out, list)
 		}
-		fmt.Fprintf(out, "removed rule %d from %s\n", *rule, *cgroup)
-	default:
-		if err := policy.Detach(*cgroup, *root); err != nil {
-			return err
+		if len(list) == 0 {
+			fmt.Fprintln(out, "no policy attached; try `mptcp-cc policy attach --cgroup DIR --algo olia`")
+			return nil
 		}
-		fmt.Fprintf(out, "policy of %s detached; its sockets keep the CC they were given\n", *cgroup)
-	}
-	return nil
-}
-
-func cmdPolicyList(args []string, out io.Writer) error {
-	fs := newFlags("policy list", "[--json]")
-	asJSON := fs.Bool("json", false, "JSON output")
-	root := policyRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	list, err := policy.List(*root)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if list == nil {
-			list = []policy.Attachment{}
+		for i, a := range list {
+			if i > 0 {
+				fmt.Fprintln(out)
+			}
+			state := "attached"
+			if !a.Attached {
+				state = "CGROUP REMOVED, stale pins: `mptcp-cc policy detach --cgroup " + a.Cgroup + "`"
+			}
+			c := a.Counters
+			fmt.Fprintf(out, "%s (cgroup id %d): %s\n", a.Cgroup, a.CgroupID, state)
+			fmt.Fprintf(out, "  seen %d MPTCP subflows, %d plain TCP sockets: %d matched a rule, %d joins followed their connection, %d CC changes, %d errors",
+				c.MPTCP, c.TCP, c.Matched, c.Followed, c.Changed, c.Errors)
+			if c.Errors > 0 {
+				fmt.Fprintf(out, " (last: errno %d)", -c.LastError)
+			}
+			fmt.Fprintln(out)
+			t := cli.NewTable(out, "  RULE", "CC", "DST", "DPORT", "PLAIN TCP", "APPLIED", "")
+			for _, r := range a.Rules {
+				dst, port, note := "any", "any", ""
+				if r.Dst.IsValid() {
+					dst = r.Dst.String()
+				}
+				if r.DstPort != 0 {
+					port = strconv.Itoa(int(r.DstPort))
+				}
+				if !r.Registered {
+					note = "CC NOT REGISTERED: sockets keep their CC"
+				}
+				t.Row(fmt.Sprintf("  %d", r.ID), r.CC, dst, port, r.PlainTCP, r.Applied, note)
+			}
+			if err := t.Flush(); err != nil {
+				return err
+			}
 		}
-		return cli.WriteJSON(out, list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(out, "no policy attached; try `mptcp-cc policy attach --cgroup DIR --algo olia`")
 		return nil
 	}
-	for i, a := range list {
-		if i > 0 {
-			fmt.Fprintln(out)
-		}
-		state := "attached"
-		if !a.Attached {
-			state = "CGROUP REMOVED, stale pins: `mptcp-cc policy detach --cgroup " + a.Cgroup + "`"
-		}
-		c := a.Counters
-		fmt.Fprintf(out, "%s (cgroup id %d): %s\n", a.Cgroup, a.CgroupID, state)
-		fmt.Fprintf(out, "  seen %d MPTCP subflows, %d plain TCP sockets: %d matched a rule, %d joins followed their connection, %d CC changes, %d errors",
-			c.MPTCP, c.TCP, c.Matched, c.Followed, c.Changed, c.Errors)
-		if c.Errors > 0 {
-			fmt.Fprintf(out, " (last: errno %d)", -c.LastError)
-		}
-		fmt.Fprintln(out)
-		t := cli.NewTable(out, "  RULE", "CC", "DST", "DPORT", "PLAIN TCP", "APPLIED", "")
-		for _, r := range a.Rules {
-			dst, port, note := "any", "any", ""
-			if r.Dst.IsValid() {
-				dst = r.Dst.String()
-			}
-			if r.DstPort != 0 {
-				port = strconv.Itoa(int(r.DstPort))
-			}
-			if !r.Registered {
-				note = "CC NOT REGISTERED: sockets keep their CC"
-			}
-			t.Row(fmt.Sprintf("  %d", r.ID), r.CC, dst, port, r.PlainTCP, r.Applied, note)
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -29,8 +29,7 @@ func (s *serveStringList) Set(v string) error {
 	return nil
 }
 
-func cmdServe(args []string, out io.Writer) error {
-	fs := newFlags("serve", "[--config FILE] [--config.check] [flags overriding the file]")
+func cmdServe(fs *flag.FlagSet) cli.Action {
 	configFile := fs.String("config", "", "YAML configuration file (docs/daemon.md)")
 	check := fs.Bool("config.check", false, "validate the configuration file and exit, touching nothing (exit 0: valid, 1: not)")
 	root := pinRootFlag(fs)
@@ -44,91 +43,90 @@ func cmdServe(args []string, out io.Writer) error {
 	noEvents := fs.Bool("events.disable", false, "do not subscribe to mptcp_pm events")
 	logLevel := fs.String("log.level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log.format", "text", "text or json")
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return func(_ []string, out io.Writer) error {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	// Flags given on the command line override the file.
-	override := func(cfg *daemon.Config) {
-		if set["bpffs"] || cfg.BPFFS == "" {
-			cfg.BPFFS = *root
-		}
-		if set["policy-bpffs"] {
-			cfg.PolicyBPFFS = *policyRoot
-		}
-		if set["web.listen-address"] {
-			cfg.Metrics.ListenAddress = *listen
-		}
-		if set["web.allow-remote"] {
-			cfg.Metrics.AllowRemote = *allowRemote
-		}
-		if set["metrics.max-subflows"] {
-			cfg.Metrics.MaxSubflows = maxSubflows
-		}
-		if set["on-exit"] {
-			cfg.OnExit = daemon.OnExit(*onExit)
-		}
-		if set["events.netns"] {
-			cfg.Events.Namespaces = append(cfg.Events.Namespaces, netns...)
-		}
-		if *noEvents {
-			f := false
-			cfg.Events.Enabled = &f
-		}
-	}
-	var cfg daemon.Config
-	if *configFile != "" {
-		data, err := os.ReadFile(*configFile)
-		if err != nil {
-			return fmt.Errorf("reading the configuration: %w", err)
-		}
-		cfg, err = daemon.ParseConfigWith(data, override)
-		if err != nil {
-			var ce *daemon.ConfigError
-			if errors.As(err, &ce) {
-				ce.File = *configFile
+		// Flags given on the command line override the file.
+		override := func(cfg *daemon.Config) {
+			if set["bpffs"] || cfg.BPFFS == "" {
+				cfg.BPFFS = *root
 			}
-			return err
+			if set["policy-bpffs"] {
+				cfg.PolicyBPFFS = *policyRoot
+			}
+			if set["web.listen-address"] {
+				cfg.Metrics.ListenAddress = *listen
+			}
+			if set["web.allow-remote"] {
+				cfg.Metrics.AllowRemote = *allowRemote
+			}
+			if set["metrics.max-subflows"] {
+				cfg.Metrics.MaxSubflows = maxSubflows
+			}
+			if set["on-exit"] {
+				cfg.OnExit = daemon.OnExit(*onExit)
+			}
+			if set["events.netns"] {
+				cfg.Events.Namespaces = append(cfg.Events.Namespaces, netns...)
+			}
+			if *noEvents {
+				f := false
+				cfg.Events.Enabled = &f
+			}
 		}
-	} else if *check {
-		return errors.New("--config.check needs --config FILE")
-	} else {
-		override(&cfg)
-		if err := cfg.Validate(); err != nil {
-			return err
+		var cfg daemon.Config
+		if *configFile != "" {
+			data, err := os.ReadFile(*configFile)
+			if err != nil {
+				return fmt.Errorf("reading the configuration: %w", err)
+			}
+			cfg, err = daemon.ParseConfigWith(data, override)
+			if err != nil {
+				var ce *daemon.ConfigError
+				if errors.As(err, &ce) {
+					ce.File = *configFile
+				}
+				return err
+			}
+		} else if *check {
+			return errors.New("--config.check needs --config FILE")
+		} else {
+			override(&cfg)
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
 		}
-	}
-	if *check {
-		r := cfg.Resolve()
-		fmt.Fprintf(out, "%s: valid: %d algorithm(s), %d policy rule(s), metrics on %s (max %d subflows), on_exit %s, pins under %s\n",
-			*configFile, len(r.Algorithms), len(r.Policies), r.Metrics.ListenAddress, *r.Metrics.MaxSubflows, r.OnExit, r.BPFFS)
-		return nil
-	}
+		if *check {
+			r := cfg.Resolve()
+			fmt.Fprintf(out, "%s: valid: %d algorithm(s), %d policy rule(s), metrics on %s (max %d subflows), on_exit %s, pins under %s\n",
+				*configFile, len(r.Algorithms), len(r.Policies), r.Metrics.ListenAddress, *r.Metrics.MaxSubflows, r.OnExit, r.BPFFS)
+			return nil
+		}
 
-	log, err := serveLogger(*logLevel, *logFormat)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	// A second SIGTERM/SIGINT while on_exit runs ends the process at once
-	// (the pins stay, as after SIGKILL).
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	// SIGHUP would otherwise kill the daemon without on_exit; a reload is
-	// a restart (which adopts what is loaded).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			log.Warn("SIGHUP: configuration reload is not supported; restart the daemon (it adopts what is loaded)")
+		log, err := serveLogger(*logLevel, *logFormat)
+		if err != nil {
+			return err
 		}
-	}()
-	return daemon.Run(ctx, cfg, daemon.Options{Logger: log})
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		// A second SIGTERM/SIGINT while on_exit runs ends the process at once
+		// (the pins stay, as after SIGKILL).
+		go func() {
+			<-ctx.Done()
+			stop()
+		}()
+		// SIGHUP would otherwise kill the daemon without on_exit; a reload is
+		// a restart (which adopts what is loaded).
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		go func() {
+			for range hup {
+				log.Warn("SIGHUP: configuration reload is not supported; restart the daemon (it adopts what is loaded)")
+			}
+		}()
+		return daemon.Run(ctx, cfg, daemon.Options{Logger: log})
+	}
 }
 
 func serveLogger(level, format string) (*slog.Logger, error) {

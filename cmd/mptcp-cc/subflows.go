@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,39 +12,37 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
-func cmdSubflows(args []string, out io.Writer) error {
-	fs := newFlags("subflows", "[--json] [--watch DURATION]")
+func cmdSubflows(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output (one array per refresh)")
 	watch := fs.Duration("watch", 0, "refresh every DURATION until interrupted (0: once)")
 	root := pinRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	for {
-		snap, err := stats.Pinned{Root: *root}.Read()
-		if err != nil {
-			return err
-		}
-		subs := snap.Subflows
-		if *asJSON {
-			if subs == nil {
-				subs = []stats.Subflow{}
-			}
-			if err := json.NewEncoder(out).Encode(subs); err != nil {
+	return func(_ []string, out io.Writer) error {
+		for {
+			snap, err := stats.Pinned{Root: *root}.Read()
+			if err != nil {
 				return err
 			}
-		} else {
-			if *watch > 0 {
-				fmt.Fprint(out, "\033[H\033[2J")
+			subs := snap.Subflows
+			if *asJSON {
+				if subs == nil {
+					subs = []stats.Subflow{}
+				}
+				if err := json.NewEncoder(out).Encode(subs); err != nil {
+					return err
+				}
+			} else {
+				if *watch > 0 {
+					fmt.Fprint(out, "\033[H\033[2J")
+				}
+				if err := printSubflows(out, subs); err != nil {
+					return err
+				}
 			}
-			if err := printSubflows(out, subs); err != nil {
-				return err
+			if *watch <= 0 {
+				return nil
 			}
+			time.Sleep(*watch)
 		}
-		if *watch <= 0 {
-			return nil
-		}
-		time.Sleep(*watch)
 	}
 }
 

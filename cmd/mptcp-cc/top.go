@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +23,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
-func cmdTop(args []string, out io.Writer) error {
-	fs := newFlags("top", "[--sort cwnd|srtt|rate|token] [--once] [--json] [--netns NAME]")
+func cmdTop(fs *flag.FlagSet) cli.Action {
 	sortBy := fs.String("sort", "rate", "order of the connections: "+strings.Join(events.SortKeys, ", "))
 	once := fs.Bool("once", false, "print one frame and exit (waits one --interval to compute rates)")
 	asJSON := fs.Bool("json", false, "JSON output: one object per frame, one per line")
@@ -32,104 +32,103 @@ func cmdTop(args []string, out io.Writer) error {
 	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
 	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
 	root := pinRootFlag(fs)
-	if err := cli.Parse(fs, args); err != nil {
-		return err
-	}
-	if err := events.SortConns(nil, *sortBy); err != nil {
-		return fmt.Errorf("--sort: %v", err)
-	}
-	if *interval < 10*time.Millisecond {
-		return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
-	}
-	// Fail early with the map error (not root, nothing loaded ...).
-	src := stats.Pinned{Root: *root}
-	if _, err := src.Read(); err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return fmt.Errorf("reading the pinned maps under %s needs root (CAP_BPF and CAP_SYS_ADMIN): %w", *root, err)
+	return func(_ []string, out io.Writer) error {
+		if err := events.SortConns(nil, *sortBy); err != nil {
+			return fmt.Errorf("--sort: %v", err)
 		}
-		return err
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	var tracker *events.Tracker
-	var eventsErr error
-	if !*noEvents {
-		tracker = events.NewTracker(max(*keepClosed, 0))
-		if _, err := tracker.Watch(ctx, *netns); err != nil {
-			eventsErr = err
-			tracker = nil
-			if *netns != "" {
-				return fmt.Errorf("--netns %s: %w", *netns, err)
+		if *interval < 10*time.Millisecond {
+			return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
+		}
+		// Fail early with the map error (not root, nothing loaded ...).
+		src := stats.Pinned{Root: *root}
+		if _, err := src.Read(); err != nil {
+			if errors.Is(err, os.ErrPermission) {
+				return fmt.Errorf("reading the pinned maps under %s needs root (CAP_BPF and CAP_SYS_ADMIN): %w", *root, err)
 			}
-		}
-	}
-
-	tty := !*asJSON && !*once && topIsTerminal(out)
-	if tty {
-		fmt.Fprint(out, "\033[?25l") // hide the cursor while redrawing
-		defer fmt.Fprint(out, "\033[?25h")
-	}
-	var sampler events.Sampler
-	enc := json.NewEncoder(out)
-	first := true
-	for {
-		snap, err := src.Read()
-		if err != nil {
 			return err
 		}
-		subs := snap.Subflows
-		var st *events.State
-		if tracker != nil {
-			s := tracker.Snapshot()
-			st = &s
-		}
-		frame := sampler.Frame(subs, st, time.Now())
-		if tracker != nil {
-			frame.EventsNetns = topNSLabel(*netns)
-		}
-		if err := events.SortConns(frame.Connections, *sortBy); err != nil {
-			return err
-		}
-		if len(frame.Closed) > *keepClosed {
-			frame.Closed = frame.Closed[:max(*keepClosed, 0)]
-		}
-		// --once waits for a second sample so rates are known.
-		if !(*once && first) {
-			if *asJSON {
-				if err := enc.Encode(frame); err != nil {
-					return err
-				}
-			} else {
-				var b bytes.Buffer
-				if tty {
-					b.WriteString("\033[H")
-				}
-				height := 0
-				if tty {
-					height = topTerminalRows(out)
-				}
-				renderTop(&b, frame, *sortBy, *interval, eventsErr, height, tty)
-				if tty {
-					b.WriteString("\033[J")
-				}
-				if _, err := out.Write(b.Bytes()); err != nil {
-					return err
+
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+
+		var tracker *events.Tracker
+		var eventsErr error
+		if !*noEvents {
+			tracker = events.NewTracker(max(*keepClosed, 0))
+			if _, err := tracker.Watch(ctx, *netns); err != nil {
+				eventsErr = err
+				tracker = nil
+				if *netns != "" {
+					return fmt.Errorf("--netns %s: %w", *netns, err)
 				}
 			}
-			if *once {
+		}
+
+		tty := !*asJSON && !*once && topIsTerminal(out)
+		if tty {
+			fmt.Fprint(out, "\033[?25l") // hide the cursor while redrawing
+			defer fmt.Fprint(out, "\033[?25h")
+		}
+		var sampler events.Sampler
+		enc := json.NewEncoder(out)
+		first := true
+		for {
+			snap, err := src.Read()
+			if err != nil {
+				return err
+			}
+			subs := snap.Subflows
+			var st *events.State
+			if tracker != nil {
+				s := tracker.Snapshot()
+				st = &s
+			}
+			frame := sampler.Frame(subs, st, time.Now())
+			if tracker != nil {
+				frame.EventsNetns = topNSLabel(*netns)
+			}
+			if err := events.SortConns(frame.Connections, *sortBy); err != nil {
+				return err
+			}
+			if len(frame.Closed) > *keepClosed {
+				frame.Closed = frame.Closed[:max(*keepClosed, 0)]
+			}
+			// --once waits for a second sample so rates are known.
+			if !(*once && first) {
+				if *asJSON {
+					if err := enc.Encode(frame); err != nil {
+						return err
+					}
+				} else {
+					var b bytes.Buffer
+					if tty {
+						b.WriteString("\033[H")
+					}
+					height := 0
+					if tty {
+						height = topTerminalRows(out)
+					}
+					renderTop(&b, frame, *sortBy, *interval, eventsErr, height, tty)
+					if tty {
+						b.WriteString("\033[J")
+					}
+					if _, err := out.Write(b.Bytes()); err != nil {
+						return err
+					}
+				}
+				if *once {
+					return nil
+				}
+			}
+			first = false
+			select {
+			case <-ctx.Done():
+				if tty {
+					fmt.Fprintln(out)
+				}
 				return nil
+			case <-time.After(*interval):
 			}
-		}
-		first = false
-		select {
-		case <-ctx.Done():
-			if tty {
-				fmt.Fprintln(out)
-			}
-			return nil
-		case <-time.After(*interval):
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -33,26 +34,31 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 )
 
-var app = cli.App{
-	Name: "mptcp-lab",
+var app = (&cli.App{
+	Name:    "mptcp-lab",
+	Summary: "experiments on emulated multipath networks with real kernel MPTCP",
 	Commands: []cli.Command{
-		{Name: "run", Summary: "run scenario files and write results (CSV, JSON, SVG)", Run: cmdRun},
-		{Name: "up", Summary: "build a scenario's network and keep it until interrupted", Run: cmdUp},
-		{Name: "validate", Summary: "check scenario files and list their cases", Run: cmdValidate},
-		{Name: "clean", Summary: "remove what killed runs left behind", Run: cmdClean},
-		{Name: "summarize", Summary: "rebuild a scenario's summary and charts from its raw results", Run: cmdSummarize},
-		{Name: "report", Summary: "tables and charts of results next to the paper's numbers", Run: cmdReport},
+		{Name: "run", Summary: "run scenario files and write results (CSV, JSON, SVG)",
+			Usage: "FILE... [--out DIR] [--reps N] [--case ID]...", Positional: true, Flags: cmdRun},
+		{Name: "up", Summary: "build a scenario's network and keep it until interrupted",
+			Usage: "FILE [--case ID]", Positional: true, Flags: cmdUp},
+		{Name: "validate", Summary: "check scenario files and list their cases", Usage: "FILE... [--json]", Positional: true, Flags: cmdValidate},
+		{Name: "clean", Summary: "remove what killed runs left behind", Usage: "[--run ID] [--force] [--list [--json]]", Flags: cmdClean},
+		{Name: "summarize", Summary: "rebuild a scenario's summary and charts from its raw results",
+			Usage: "DIR/SCENARIO...", Positional: true, Flags: cmdSummarize},
+		{Name: "report", Summary: "tables and charts of results next to the paper's numbers",
+			Usage: "SPEC.yaml... [--results DIR]", Positional: true, Flags: cmdReport},
+		{Name: janitorCmd, Hidden: true, Positional: true, Flags: func(*flag.FlagSet) cli.Action {
+			return func(args []string, _ io.Writer) error { janitor(args); return nil }
+		}},
 	},
-	Hidden: []cli.Command{{Name: janitorCmd, Run: func(args []string, _ io.Writer) error { janitor(args); return nil }}},
 	Footer: "docs/lab.md describes the scenario format.",
-}
+}).WithDocs()
 
 // errInterrupted makes main exit with 130, as shells do after Ctrl-C.
 var errInterrupted = cli.ErrInterrupted
 
 func main() { app.Main() }
-
-func newFlags(name, args string) *flag.FlagSet { return cli.NewFlags("mptcp-lab", name, args) }
 
 type multiFlag []string
 
@@ -111,242 +117,281 @@ func (s *session) close() error {
 	return err
 }
 
-func cmdRun(args []string, _ io.Writer) error {
-	fs := newFlags("run", "FILE... [--out DIR] [--reps N] [--case ID]...")
+func cmdRun(fs *flag.FlagSet) cli.Action {
 	out := fs.String("out", "lab-results", "results directory (each scenario writes DIR/<scenario name>/)")
 	reps := fs.Int("reps", 0, "repetitions of every case (default: the file's)")
 	var cases multiFlag
 	fs.Var(&cases, "case", "run only this case id or variant (repeatable)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests of `mptcp-lab clean`)")
-	files, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 {
-		fs.Usage()
-		return errors.New("no scenario file")
-	}
-	var loaded []*scenario.File
-	for _, p := range files {
-		f, err := scenario.Load(p)
+	return func(files []string, _ io.Writer) error {
+		if len(files) == 0 {
+			fs.Usage()
+			return errors.New("no scenario file")
+		}
+		var loaded []*scenario.File
+		for _, p := range files {
+			f, err := scenario.Load(p)
+			if err != nil {
+				return err
+			}
+			loaded = append(loaded, f)
+		}
+		s, err := newSession(*noJanitor)
 		if err != nil {
 			return err
 		}
-		loaded = append(loaded, f)
-	}
-	s, err := newSession(*noJanitor)
-	if err != nil {
-		return err
-	}
-	var logw io.Writer = os.Stderr
-	if *quiet {
-		logw = nil
-	}
-	var runErr error
-	for _, f := range loaded {
-		fmt.Fprintf(os.Stderr, "mptcp-lab: running %s (run %s), results in %s/%s\n", f.Path, s.id, *out, f.Name)
-		sum, err := runner.Run(s.ctx, f, runner.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
-			Command: strings.Join(os.Args, " ")})
-		if sum != nil {
-			fmt.Fprintf(os.Stderr, "mptcp-lab: %s done in %.0f s: %s/%s/summary.json\n", f.Name, sum.Seconds, *out, f.Name)
+		var logw io.Writer = os.Stderr
+		if *quiet {
+			logw = nil
 		}
-		if err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("%s: %w", f.Path, err))
+		var runErr error
+		for _, f := range loaded {
+			fmt.Fprintf(os.Stderr, "mptcp-lab: running %s (run %s), results in %s/%s\n", f.Path, s.id, *out, f.Name)
+			sum, err := runner.Run(s.ctx, f, runner.Options{Out: *out, Reps: *reps, Cases: cases, ID: s.id, Log: logw,
+				Command: strings.Join(os.Args, " ")})
+			if sum != nil {
+				fmt.Fprintf(os.Stderr, "mptcp-lab: %s done in %.0f s: %s/%s/summary.json\n", f.Name, sum.Seconds, *out, f.Name)
+			}
+			if err != nil {
+				runErr = errors.Join(runErr, fmt.Errorf("%s: %w", f.Path, err))
+			}
+			if s.ctx.Err() != nil {
+				break
+			}
+		}
+		if err := s.close(); err != nil {
+			runErr = errors.Join(runErr, err)
 		}
 		if s.ctx.Err() != nil {
-			break
+			return errors.Join(runErr, errInterrupted)
 		}
+		return runErr
 	}
-	if err := s.close(); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	if s.ctx.Err() != nil {
-		return errors.Join(runErr, errInterrupted)
-	}
-	return runErr
 }
 
-func cmdUp(args []string, _ io.Writer) error {
-	fs := newFlags("up", "FILE [--case ID]")
+func cmdUp(fs *flag.FlagSet) cli.Action {
 	caseID := fs.String("case", "", "which case (variant) to build (default: the first)")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errors.New("want one scenario file")
-	}
-	f, err := scenario.Load(pos[0])
-	if err != nil {
-		return err
-	}
-	s, err := newSession(false)
-	if err != nil {
-		return err
-	}
-	err = runner.Up(s.ctx, f, *caseID, s.id, func(u *runner.UpInfo) {
-		n := u.Net
-		fmt.Printf("case %s of %s is up (run %s); Ctrl-C removes it.\n\n", u.Case, f.Path, s.id)
-		fmt.Println("namespaces:")
-		for h, insts := range n.Hosts {
-			for i, ns := range insts {
-				var addrs []string
-				for p := range u.Scenario.Hosts[h].Paths {
-					addrs = append(addrs, n.HostAddr(h, i, p).String())
-				}
-				fmt.Printf("  host   %-14s %-28s paths %s\n", fmt.Sprintf("%s[%d]", u.Scenario.Hosts[h].Name, i), ns, strings.Join(addrs, " "))
-			}
+	return func(pos []string, _ io.Writer) error {
+		if len(pos) != 1 {
+			fs.Usage()
+			return errors.New("want one scenario file")
 		}
-		fmt.Printf("  router access %s, core %s\n", n.RouterA, n.RouterC)
-		for m, ns := range n.Servers {
-			fmt.Printf("  server %-14s %-28s address %s, xfer sink on %s\n", u.Scenario.Servers[m].Name, ns, n.ServerAddr(m), u.Sinks[m])
-		}
-		if len(u.CCs) > 0 {
-			fmt.Println("\ncongestion controls loaded:")
-			for _, c := range u.CCs {
-				fmt.Printf("  %-16s %s\n", c.Name, c.Spec)
-			}
-		}
-		fmt.Println("\nthe scenario's flows, by hand:")
-		for _, c := range u.Commands {
-			fmt.Println("  " + c)
-		}
-	})
-	if cerr := s.close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	return err
-}
-
-func cmdValidate(args []string, _ io.Writer) error {
-	fs := newFlags("validate", "FILE...")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return errors.New("no scenario file")
-	}
-	var errs []error
-	for _, p := range pos {
-		f, err := scenario.Load(p)
+		f, err := scenario.Load(pos[0])
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return err
 		}
-		reps := 0
-		for _, c := range f.Cases {
-			reps += c.Scenario.Repetitions
+		s, err := newSession(false)
+		if err != nil {
+			return err
 		}
-		fmt.Printf("%s: %s, %d case(s), %d repetition(s) in all\n", p, f.Name, len(f.Cases), reps)
-		for _, c := range f.Cases {
-			var fl []string
-			for _, x := range c.Scenario.Flows {
-				n := x.Count * c.Scenario.Hosts[x.Host].Count
-				what := scenario.FormatSize(x.Bytes)
-				if x.Duration > 0 {
-					what = x.Duration.String()
+		err = runner.Up(s.ctx, f, *caseID, s.id, func(u *runner.UpInfo) {
+			n := u.Net
+			fmt.Printf("case %s of %s is up (run %s); Ctrl-C removes it.\n\n", u.Case, f.Path, s.id)
+			fmt.Println("namespaces:")
+			for h, insts := range n.Hosts {
+				for i, ns := range insts {
+					var addrs []string
+					for p := range u.Scenario.Hosts[h].Paths {
+						addrs = append(addrs, n.HostAddr(h, i, p).String())
+					}
+					fmt.Printf("  host   %-14s %-28s paths %s\n", fmt.Sprintf("%s[%d]", u.Scenario.Hosts[h].Name, i), ns, strings.Join(addrs, " "))
 				}
-				fl = append(fl, fmt.Sprintf("%s: %dx %s %s %s via %s", x.Name, n, x.Protocol(), x.CC, what, x.Tool))
 			}
-			fmt.Printf("  %-28s %s\n", c.ID, strings.Join(fl, "; "))
+			fmt.Printf("  router access %s, core %s\n", n.RouterA, n.RouterC)
+			for m, ns := range n.Servers {
+				fmt.Printf("  server %-14s %-28s address %s, xfer sink on %s\n", u.Scenario.Servers[m].Name, ns, n.ServerAddr(m), u.Sinks[m])
+			}
+			if len(u.CCs) > 0 {
+				fmt.Println("\ncongestion controls loaded:")
+				for _, c := range u.CCs {
+					fmt.Printf("  %-16s %s\n", c.Name, c.Spec)
+				}
+			}
+			fmt.Println("\nthe scenario's flows, by hand:")
+			for _, c := range u.Commands {
+				fmt.Println("  " + c)
+			}
+		})
+		if cerr := s.close(); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
+		return err
 	}
-	return errors.Join(errs...)
 }
 
-func cmdClean(args []string, _ io.Writer) error {
-	fs := newFlags("clean", "[--run ID] [--force] [--list]")
+// validated is one scenario file as `validate --json` lists it.
+type validated struct {
+	File  string `json:"file"`
+	Name  string `json:"name,omitempty"`
+	Error string `json:"error,omitempty"`
+	Cases []struct {
+		ID          string   `json:"id"`
+		Repetitions int      `json:"repetitions"`
+		Flows       []string `json:"flows"`
+	} `json:"cases,omitempty"`
+}
+
+func cmdValidate(fs *flag.FlagSet) cli.Action {
+	asJSON := fs.Bool("json", false, "JSON output: one object per file")
+	return func(pos []string, out io.Writer) error {
+		if len(pos) == 0 {
+			fs.Usage()
+			return errors.New("no scenario file")
+		}
+		var errs []error
+		var list []validated
+		for _, p := range pos {
+			v := validate(p)
+			if v.Error != "" {
+				errs = append(errs, errors.New(v.Error))
+			}
+			list = append(list, v)
+		}
+		if *asJSON {
+			if err := cli.WriteJSON(out, list); err != nil {
+				return err
+			}
+			return errors.Join(errs...)
+		}
+		for _, v := range list {
+			if v.Error != "" {
+				continue
+			}
+			reps := 0
+			for _, c := range v.Cases {
+				reps += c.Repetitions
+			}
+			fmt.Fprintf(out, "%s: %s, %d case(s), %d repetition(s) in all\n", v.File, v.Name, len(v.Cases), reps)
+			for _, c := range v.Cases {
+				fmt.Fprintf(out, "  %-28s %s\n", c.ID, strings.Join(c.Flows, "; "))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+func validate(path string) validated {
+	v := validated{File: path}
+	f, err := scenario.Load(path)
+	if err != nil {
+		v.Error = err.Error()
+		return v
+	}
+	v.Name = f.Name
+	v.Cases = make([]struct {
+		ID          string   `json:"id"`
+		Repetitions int      `json:"repetitions"`
+		Flows       []string `json:"flows"`
+	}, len(f.Cases))
+	for i, c := range f.Cases {
+		v.Cases[i].ID, v.Cases[i].Repetitions = c.ID, c.Scenario.Repetitions
+		for _, x := range c.Scenario.Flows {
+			n := x.Count * c.Scenario.Hosts[x.Host].Count
+			what := scenario.FormatSize(x.Bytes)
+			if x.Duration > 0 {
+				what = x.Duration.String()
+			}
+			v.Cases[i].Flows = append(v.Cases[i].Flows, fmt.Sprintf("%s: %dx %s %s %s via %s", x.Name, n, x.Protocol(), x.CC, what, x.Tool))
+		}
+	}
+	return v
+}
+
+func cmdClean(fs *flag.FlagSet) cli.Action {
 	run := fs.String("run", "", "clean only this run")
 	force := fs.Bool("force", false, "also clean runs whose process is still alive")
 	list := fs.Bool("list", false, "only list what is there")
-	if _, err := cli.ParseInterspersed(fs, args); err != nil {
-		return err
-	}
-	if *list {
-		ids, err := runner.Leftovers()
-		if err != nil {
+	asJSON := fs.Bool("json", false, "with --list: JSON output")
+	return func(_ []string, _ io.Writer) error {
+		if *list {
+			ids, err := runner.Leftovers()
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				type leftover struct {
+					Run   string `json:"run"`
+					Alive bool   `json:"owner_alive"`
+				}
+				l := []leftover{}
+				for id, alive := range ids {
+					l = append(l, leftover{string(id), alive})
+				}
+				sort.Slice(l, func(i, j int) bool { return l[i].Run < l[j].Run })
+				return cli.WriteJSON(os.Stdout, l)
+			}
+			for id, alive := range ids {
+				state := "owner gone"
+				if alive {
+					state = "running"
+				}
+				fmt.Printf("%s  %s\n", id, state)
+			}
+			return nil
+		}
+		if *run != "" {
+			c, err := runner.CleanRun(runner.RunID(*run))
+			report(c)
 			return err
 		}
-		for id, alive := range ids {
-			state := "owner gone"
-			if alive {
-				state = "running"
-			}
-			fmt.Printf("%s  %s\n", id, state)
+		cs, err := runner.Clean(*force)
+		for _, c := range cs {
+			report(c)
 		}
-		return nil
-	}
-	if *run != "" {
-		c, err := runner.CleanRun(runner.RunID(*run))
-		report(c)
+		if len(cs) == 0 {
+			fmt.Println("nothing to clean")
+		}
 		return err
 	}
-	cs, err := runner.Clean(*force)
-	for _, c := range cs {
-		report(c)
-	}
-	if len(cs) == 0 {
-		fmt.Println("nothing to clean")
-	}
-	return err
 }
 
 func report(c runner.Cleaned) {
 	fmt.Printf("run %s: removed %d namespace(s) %v, %d congestion control(s) %v\n", c.Run, len(c.Namespaces), c.Namespaces, len(c.CCs), c.CCs)
 }
 
-func cmdSummarize(args []string, _ io.Writer) error {
-	fs := newFlags("summarize", "DIR/SCENARIO...")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return errors.New("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
-	}
-	var errs []error
-	for _, d := range pos {
-		s, err := labreport.Summarize(d)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", d, err))
-			continue
+func cmdSummarize(fs *flag.FlagSet) cli.Action {
+	return func(pos []string, _ io.Writer) error {
+		if len(pos) == 0 {
+			fs.Usage()
+			return errors.New("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
 		}
-		ex := 0
-		for _, c := range s.Cases {
-			ex += len(c.Excluded)
+		var errs []error
+		for _, d := range pos {
+			s, err := labreport.Summarize(d)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d, err))
+				continue
+			}
+			ex := 0
+			for _, c := range s.Cases {
+				ex += len(c.Excluded)
+			}
+			fmt.Printf("%s: %d case(s), %d repetition(s) left out for anomalies\n", d, len(s.Cases), ex)
 		}
-		fmt.Printf("%s: %d case(s), %d repetition(s) left out for anomalies\n", d, len(s.Cases), ex)
+		return errors.Join(errs...)
 	}
-	return errors.Join(errs...)
 }
 
-func cmdReport(args []string, _ io.Writer) error {
-	fs := newFlags("report", "SPEC.yaml... [--results DIR]")
+func cmdReport(fs *flag.FlagSet) cli.Action {
 	results := fs.String("results", "lab-results", "where `run --out` wrote the results")
-	pos, err := cli.ParseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		fs.Usage()
-		return errors.New("no report spec")
-	}
-	var errs []error
-	for _, p := range pos {
-		written, err := labreport.Report(p, *results)
-		for _, w := range written {
-			fmt.Println("wrote " + w)
+	return func(pos []string, _ io.Writer) error {
+		if len(pos) == 0 {
+			fs.Usage()
+			return errors.New("no report spec")
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		var errs []error
+		for _, p := range pos {
+			written, err := labreport.Report(p, *results)
+			for _, w := range written {
+				fmt.Println("wrote " + w)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p, err))
+			}
 		}
+		return errors.Join(errs...)
 	}
-	return errors.Join(errs...)
 }
 
 // ---- janitor ----

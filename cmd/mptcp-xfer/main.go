@@ -14,6 +14,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/netip"
@@ -27,50 +28,51 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
-var app = cli.App{
-	Name: "mptcp-xfer",
+var app = (&cli.App{
+	Name:    "mptcp-xfer",
+	Summary: "the project's transfer tool: a checking sink and a sender over MPTCP or TCP",
 	Commands: []cli.Command{
-		{Name: "server", Summary: "a sink that counts and checks what it receives (prints its address as JSON)", Run: server},
-		{Name: "client", Summary: "send --bytes N or for --time D and print what the receiver got, as JSON", Run: client},
+		{Name: "server", Summary: "a sink that counts and checks what it receives (prints its address as JSON)",
+			Usage: "--listen ADDR:PORT [--mptcp] [--ns NAME] [--no-verify]", Flags: server},
+		{Name: "client", Summary: "send --bytes N or for --time D and print what the receiver got, as JSON",
+			Usage: "--connect ADDR:PORT (--bytes N | --time D) [--cc NAME] [--mptcp] [--bind ADDR] [--ns NAME]", Flags: client},
 	},
 	Footer: "The client's JSON: bytes sent and delivered (as the server counted them), duration, throughput, whether the data arrived intact, the congestion control the socket ran.",
-}
+}).WithDocs()
 
 func main() { app.Main() }
 
-func server(args []string, stdout io.Writer) error {
-	fs := cli.NewFlags("mptcp-xfer", "server", "--listen ADDR:PORT [--mptcp] [--ns NAME] [--no-verify]")
+func server(fs *flag.FlagSet) cli.Action {
 	listen := fs.String("listen", "", "address:port to listen on (port 0: any)")
 	mptcp := fs.Bool("mptcp", false, "listen with IPPROTO_MPTCP (plain TCP clients are accepted too)")
 	ns := fs.String("ns", "", "network namespace to listen in")
 	noVerify := fs.Bool("no-verify", false, "count bytes but skip the byte-by-byte check (for multi-Gbit/s runs)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(_ []string, stdout io.Writer) error {
+		if *listen == "" {
+			fs.Usage()
+			return errors.New("want --listen ADDR:PORT")
+		}
+		addr, err := netip.ParseAddrPort(*listen)
+		if err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+		s, err := xfer.ListenWith(*ns, addr, *mptcp, xfer.ServerOptions{NoVerify: *noVerify})
+		if err != nil {
+			return err
+		}
+		out, _ := json.Marshal(map[string]any{"listening": s.Addr().String(), "mptcp": *mptcp, "ns": *ns})
+		fmt.Fprintln(stdout, string(out))
+		sigc := make(chan os.Signal, 1)
+		signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+		<-sigc
+		done := make(chan struct{})
+		go func() { s.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second): // transfers still open: just go
+		}
+		return nil
 	}
-	if *listen == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errors.New("want --listen ADDR:PORT")
-	}
-	addr, err := netip.ParseAddrPort(*listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	s, err := xfer.ListenWith(*ns, addr, *mptcp, xfer.ServerOptions{NoVerify: *noVerify})
-	if err != nil {
-		return err
-	}
-	out, _ := json.Marshal(map[string]any{"listening": s.Addr().String(), "mptcp": *mptcp, "ns": *ns})
-	fmt.Fprintln(stdout, string(out))
-	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
-	<-sigc
-	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second): // transfers still open: just go
-	}
-	return nil
 }
 
 // Result is what the client prints.
@@ -87,8 +89,7 @@ type Result struct {
 	FirstBad       int64   `json:"first_bad_offset"` // -1: none
 }
 
-func client(args []string, stdout io.Writer) error {
-	fs := cli.NewFlags("mptcp-xfer", "client", "--connect ADDR:PORT (--bytes N | --time D) [--cc NAME] [--mptcp] [--bind ADDR] [--ns NAME]")
+func client(fs *flag.FlagSet) cli.Action {
 	connect := fs.String("connect", "", "server address:port")
 	bytesF := fs.String("bytes", "", "send this much (e.g. 10MB, 1MiB, 500000)")
 	dur := fs.Duration("time", 0, "send for this long (e.g. 30s)")
@@ -96,42 +97,41 @@ func client(args []string, stdout io.Writer) error {
 	mptcp := fs.Bool("mptcp", false, "use MPTCP (IPPROTO_MPTCP)")
 	bind := fs.String("bind", "", "source address (the path the connection starts on)")
 	ns := fs.String("ns", "", "network namespace to run in")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *connect == "" || fs.NArg() > 0 || (*bytesF == "") == (*dur == 0) {
-		fs.Usage()
-		return errors.New("want --connect ADDR:PORT and one of --bytes or --time")
-	}
-	remote, err := netip.ParseAddrPort(*connect)
-	if err != nil {
-		return fmt.Errorf("--connect: %w", err)
-	}
-	o := xfer.Options{NS: *ns, Remote: remote, MPTCP: *mptcp, CC: *cc, For: *dur}
-	if *bytesF != "" {
-		if o.Bytes, err = scenario.ParseSize(*bytesF); err != nil || o.Bytes <= 0 {
-			return fmt.Errorf("--bytes %q: want a positive size", *bytesF)
+	return func(_ []string, stdout io.Writer) error {
+		if *connect == "" || (*bytesF == "") == (*dur == 0) {
+			fs.Usage()
+			return errors.New("want --connect ADDR:PORT and one of --bytes or --time")
 		}
-	}
-	if *bind != "" {
-		if o.Local, err = netip.ParseAddr(*bind); err != nil {
-			return fmt.Errorf("--bind: %w", err)
+		remote, err := netip.ParseAddrPort(*connect)
+		if err != nil {
+			return fmt.Errorf("--connect: %w", err)
 		}
+		o := xfer.Options{NS: *ns, Remote: remote, MPTCP: *mptcp, CC: *cc, For: *dur}
+		if *bytesF != "" {
+			if o.Bytes, err = scenario.ParseSize(*bytesF); err != nil || o.Bytes <= 0 {
+				return fmt.Errorf("--bytes %q: want a positive size", *bytesF)
+			}
+		}
+		if *bind != "" {
+			if o.Local, err = netip.ParseAddr(*bind); err != nil {
+				return fmt.Errorf("--bind: %w", err)
+			}
+		}
+		res, err := xfer.Run(o)
+		if err != nil {
+			return err
+		}
+		r := Result{Local: res.Local.String(), Remote: remote.String(), MPTCP: *mptcp, CC: res.CC,
+			SentBytes: res.Sent, DeliveredBytes: res.Delivered, DurationS: res.Duration.Seconds(), Intact: res.Intact, FirstBad: res.FirstBad}
+		if res.Duration > 0 {
+			r.ThroughputMbps = float64(res.Delivered) * 8 / res.Duration.Seconds() / 1e6
+		}
+		if err := cli.WriteJSON(stdout, r); err != nil {
+			return err
+		}
+		if !res.Intact {
+			return errors.New("the data did not arrive intact")
+		}
+		return nil
 	}
-	res, err := xfer.Run(o)
-	if err != nil {
-		return err
-	}
-	r := Result{Local: res.Local.String(), Remote: remote.String(), MPTCP: *mptcp, CC: res.CC,
-		SentBytes: res.Sent, DeliveredBytes: res.Delivered, DurationS: res.Duration.Seconds(), Intact: res.Intact, FirstBad: res.FirstBad}
-	if res.Duration > 0 {
-		r.ThroughputMbps = float64(res.Delivered) * 8 / res.Duration.Seconds() / 1e6
-	}
-	if err := cli.WriteJSON(stdout, r); err != nil {
-		return err
-	}
-	if !res.Intact {
-		return errors.New("the data did not arrive intact")
-	}
-	return nil
 }

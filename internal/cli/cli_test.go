@@ -3,30 +3,55 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func testApp(got *[]string) *App {
-	return &App{
-		Name: "prog",
+	return (&App{
+		Name:    "prog",
+		Summary: "a test program",
 		Commands: []Command{
-			{Name: "ok", Summary: "succeeds", Run: func(args []string, out io.Writer) error {
-				fs := NewFlags("prog", "ok", "[--n N]")
+			{Name: "ok", Summary: "succeeds", Usage: "[--n N]", Flags: func(fs *flag.FlagSet) Action {
 				n := fs.Int("n", 0, "a number")
-				if err := Parse(fs, args); err != nil {
-					return err
+				return func(_ []string, out io.Writer) error {
+					fmt.Fprintf(out, "n=%d", *n)
+					return nil
 				}
-				fmt.Fprintf(out, "n=%d", *n)
-				return nil
 			}},
-			{Name: "fail", Summary: "fails", Run: func([]string, io.Writer) error { return errors.New("it broke: do X") }},
-			{Name: "intr", Summary: "interrupted", Run: func([]string, io.Writer) error { return fmt.Errorf("run: %w", ErrInterrupted) }},
+			{Name: "fail", Summary: "fails", Flags: func(*flag.FlagSet) Action {
+				return func([]string, io.Writer) error { return errors.New("it broke: do X") }
+			}},
+			{Name: "intr", Summary: "interrupted", Flags: func(*flag.FlagSet) Action {
+				return func([]string, io.Writer) error { return fmt.Errorf("run: %w", ErrInterrupted) }
+			}},
+			{Name: "files", Summary: "takes files", Usage: "FILE... [--out DIR]", Positional: true, Flags: func(fs *flag.FlagSet) Action {
+				dir := fs.String("out", "", "where")
+				return func(args []string, out io.Writer) error {
+					fmt.Fprintf(out, "%s -> %s", strings.Join(args, ","), *dir)
+					return nil
+				}
+			}},
+			{Name: "group", Summary: "has subcommands", Help: "Group help.", Sub: []Command{
+				{Name: "one", Summary: "the first", Usage: "--x", Flags: func(fs *flag.FlagSet) Action {
+					x := fs.Bool("x", false, "a switch")
+					return func(_ []string, out io.Writer) error { fmt.Fprintf(out, "one x=%v", *x); return nil }
+				}},
+				{Name: "two", Summary: "the second", Flags: func(*flag.FlagSet) Action {
+					return func([]string, io.Writer) error { return errors.New("two failed") }
+				}},
+			}},
+			{Name: "secret", Hidden: true, Positional: true, Flags: func(*flag.FlagSet) Action {
+				return func(args []string, _ io.Writer) error { *got = args; return nil }
+			}},
 		},
-		Hidden: []Command{{Name: "secret", Run: func(args []string, _ io.Writer) error { *got = args; return nil }}},
-	}
+	}).WithDocs()
 }
 
 // The exit codes are the contract documented on the package.
@@ -46,7 +71,15 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"ok", "--bad"}, 1, "", "flag provided but not defined: -bad"},
 		{[]string{"fail"}, 1, "", "prog fail: it broke: do X"},
 		{[]string{"intr"}, 130, "", "prog intr: run: interrupted"},
+		{[]string{"files", "a", "--out", "d", "b"}, 0, "a,b -> d", ""},
+		{[]string{"group"}, 2, "usage: prog group SUBCOMMAND", "prog group: say what to do: one or two"},
+		{[]string{"group", "-h"}, 0, "Group help.", ""},
+		{[]string{"group", "three"}, 2, "", `prog group: unknown subcommand "three": one or two`},
+		{[]string{"group", "one", "--x"}, 0, "one x=true", ""},
+		{[]string{"group", "two"}, 1, "", "prog group two: two failed"},
 		{[]string{"secret", "a", "b"}, 0, "", ""},
+		{[]string{"completion"}, 2, "", "say which shell"},
+		{[]string{"completion", "fish"}, 2, "", `unknown shell "fish"`},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
@@ -60,17 +93,8 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	var usage bytes.Buffer
 	testApp(&hidden).Usage(&usage)
-	if strings.Contains(usage.String(), "secret") {
+	if strings.Contains(usage.String(), "secret") || strings.Contains(usage.String(), "\n  man ") {
 		t.Errorf("usage lists a hidden command:\n%s", usage.String())
-	}
-}
-
-func TestParseInterspersed(t *testing.T) {
-	fs := NewFlags("prog", "run", "FILE... [--out DIR]")
-	out := fs.String("out", "", "")
-	pos, err := ParseInterspersed(fs, []string{"a.yaml", "--out", "dir", "b.yaml"})
-	if err != nil || *out != "dir" || strings.Join(pos, ",") != "a.yaml,b.yaml" {
-		t.Fatalf("got %q, out %q, err %v", pos, *out, err)
 	}
 }
 
@@ -98,5 +122,79 @@ func TestTables(t *testing.T) {
 	b.Reset()
 	if err := WriteJSON(&b, map[string]int{"a": 1}); err != nil || b.String() != "{\n  \"a\": 1\n}\n" {
 		t.Errorf("json: %q %v", b.String(), err)
+	}
+}
+
+// The man page lists every visible command path with its flags and the
+// exit codes, and is valid roff (checked with groff when it is installed).
+func TestMan(t *testing.T) {
+	var hidden []string
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if code := testApp(&hidden).Run([]string{"man", dir}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("man: exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "prog.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{".TH PROG 1", `prog \- a test program`, `.B prog group one`, `.B \-\-x`, `.B \-\-n \fIvalue\fR`, "(default 0)", ".SH EXIT STATUS", ".B 130"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("man page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "secret") {
+		t.Errorf("man page shows a hidden command")
+	}
+	if _, err := exec.LookPath("groff"); err == nil {
+		out, err := exec.Command("groff", "-man", "-Tutf8", "-ww", "-z", filepath.Join(dir, "prog.1")).CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("groff: %v\n%s", err, out)
+		}
+	}
+}
+
+// The completion scripts are valid shell and offer the right words.
+func TestCompletion(t *testing.T) {
+	var hidden []string
+	for _, shell := range []string{"bash", "zsh"} {
+		var out bytes.Buffer
+		if err := testApp(&hidden).WriteCompletion(&out, shell); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"group", "--out", "--x"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s completion lacks %q", shell, want)
+			}
+		}
+		if strings.Contains(out.String(), "secret") {
+			t.Errorf("%s completion offers a hidden command", shell)
+		}
+		if _, err := exec.LookPath(shell); err != nil {
+			t.Logf("%s not installed: syntax not checked", shell)
+			continue
+		}
+		f := filepath.Join(t.TempDir(), "c")
+		if err := os.WriteFile(f, out.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command(shell, "-n", f).CombinedOutput(); err != nil {
+			t.Errorf("%s -n: %v\n%s", shell, err, b)
+		}
+	}
+	// bash: what the completion function offers after "prog group one --".
+	var out bytes.Buffer
+	testApp(&hidden).WriteCompletion(&out, "bash")
+	script := out.String() + `
+COMP_WORDS=(prog group one --); COMP_CWORD=3; _prog; echo "${COMPREPLY[@]}"
+COMP_WORDS=(prog gr); COMP_CWORD=1; _prog; echo "${COMPREPLY[@]}"
+`
+	b, err := exec.Command("bash", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, b)
+	}
+	if got := string(b); got != "--x\ngroup\n" {
+		t.Errorf("bash completion offered %q, want %q", got, "--x\ngroup\n")
 	}
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// version reports what this kernel has; on the development and CI machine
+// that is BTF and struct_ops for congestion controls, and no scheduler hook.
+func TestVersion(t *testing.T) {
+	var out, stderr bytes.Buffer
+	if code := app.Run([]string{"version", "--json"}, &out, &stderr); code != 0 {
+		t.Fatalf("version: exit %d: %s", code, stderr.String())
+	}
+	var v struct {
+		Version, Commit, Go string
+		Ebpf                string `json:"cilium_ebpf"`
+		Kernel              struct {
+			Release string
+			BTF     bool `json:"btf"`
+			CC      bool `json:"tcp_congestion_ops_struct_ops"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if v.Version == "" || !strings.HasPrefix(v.Go, "go") || !strings.HasPrefix(v.Ebpf, "v") || v.Kernel.Release == "" {
+		t.Errorf("version: %+v", v)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil && (!v.Kernel.BTF || !v.Kernel.CC) {
+		t.Errorf("this kernel has BTF and tcp_congestion_ops struct_ops; version says %+v", v.Kernel)
+	}
+}
+
+// Every command documents itself: a summary, a synopsis, a usage line per
+// flag; the man page is clean roff.
+func TestCommandsDocumented(t *testing.T) {
+	for _, c := range app.Commands {
+		if c.Hidden {
+			continue
+		}
+		if c.Summary == "" || (c.Usage == "" && len(c.Sub) == 0 && c.Name != "completion") {
+			t.Errorf("command %q lacks a summary or usage", c.Name)
+		}
+	}
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if code := app.Run([]string{"man", dir}, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("man: %s", stderr.String())
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "mptcp-cc.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`mptcp\-cc policy attach`, `\-\-cgroup`, `mptcp\-cc version`, "EXIT STATUS"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("man page lacks %q", want)
+		}
+	}
+	if out, err := exec.Command("groff", "-man", "-Tutf8", "-ww", "-z", filepath.Join(dir, "mptcp-cc.1")).CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("groff (make deps installs groff-base): %v\n%s", err, out)
+	}
+}

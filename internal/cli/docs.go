@@ -1,0 +1,309 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// WithDocs adds the commands every binary offers about itself:
+// `completion bash|zsh` (a completion script on stdout) and a hidden
+// `man DIR` (roff man pages; the Makefile's gen-docs and the Debian
+// package use it).
+func (a *App) WithDocs() *App {
+	a.Commands = append(a.Commands,
+		Command{
+			Name: "completion", Summary: "print a shell completion script (bash or zsh)",
+			Usage: "bash|zsh", Positional: true,
+			Help: "bash: source <(" + a.Name + " completion bash)\nzsh:  " + a.Name + " completion zsh > \"${fpath[1]}/_" + a.Name + "\"",
+			Flags: func(*flag.FlagSet) Action {
+				return func(args []string, out io.Writer) error {
+					if len(args) != 1 {
+						return errUsage{"say which shell: bash or zsh"}
+					}
+					return a.WriteCompletion(out, args[0])
+				}
+			},
+		},
+		Command{
+			Name: "man", Summary: "write the man page", Usage: "DIR", Positional: true, Hidden: true,
+			Flags: func(*flag.FlagSet) Action {
+				return func(args []string, _ io.Writer) error {
+					if len(args) != 1 {
+						return errUsage{"say where: DIR"}
+					}
+					f, err := os.Create(filepath.Join(args[0], a.Name+".1"))
+					if err != nil {
+						return err
+					}
+					if err := a.WriteMan(f); err != nil {
+						f.Close()
+						return err
+					}
+					return f.Close()
+				}
+			},
+		})
+	return a
+}
+
+// flagInfo is one flag as the docs show it.
+type flagInfo struct {
+	name, usage, def string
+	isBool           bool
+}
+
+// flagsOf declares c's flags on a scratch flag set and lists them.
+func flagsOf(c Command) []flagInfo {
+	if c.Flags == nil {
+		return nil
+	}
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	c.Flags(fs)
+	var out []flagInfo
+	fs.VisitAll(func(f *flag.Flag) {
+		b, ok := f.Value.(interface{ IsBoolFlag() bool })
+		out = append(out, flagInfo{f.Name, f.Usage, f.DefValue, ok && b.IsBoolFlag()})
+	})
+	return out
+}
+
+// leaf is a runnable command with its full path ("policy attach").
+type leaf struct {
+	path string
+	cmd  Command
+}
+
+func leaves(cmds []Command, prefix string) []leaf {
+	var out []leaf
+	for _, c := range visible(cmds) {
+		path := strings.TrimSpace(prefix + " " + c.Name)
+		if len(c.Sub) > 0 {
+			out = append(out, leaves(c.Sub, path)...)
+			continue
+		}
+		out = append(out, leaf{path, c})
+	}
+	return out
+}
+
+// WriteMan writes a section-1 man page in roff (man macros).
+func (a *App) WriteMan(w io.Writer) error {
+	p := &roff{w: w}
+	p.line(`.TH %s 1 "" "%s" "User Commands"`, esc(strings.ToUpper(a.Name)), esc(a.Name))
+	p.line(".SH NAME")
+	p.line(`%s \- %s`, esc(a.Name), esc(a.Summary))
+	p.line(".SH SYNOPSIS")
+	p.line(`.B %s`, esc(a.Name))
+	p.line(`.I COMMAND`)
+	p.line(`[\fIflags\fR]`)
+	p.line(".SH COMMANDS")
+	for _, l := range leaves(a.Commands, "") {
+		p.line(".TP")
+		p.line(`.B %s %s`, esc(a.Name), esc(l.path))
+		if l.cmd.Usage != "" {
+			p.line(`.I %s`, quote(l.cmd.Usage))
+			p.line(".br")
+		}
+		p.line("%s", esc(l.cmd.Summary))
+		if l.cmd.Help != "" {
+			p.line(".IP")
+			p.text(l.cmd.Help)
+		}
+		for _, f := range flagsOf(l.cmd) {
+			p.line(".RS")
+			p.line(".TP")
+			arg := ""
+			if !f.isBool {
+				arg = ` \fIvalue\fR`
+			}
+			p.line(`.B \-\-%s%s`, esc(f.name), arg)
+			u := f.usage
+			if f.def != "" && !(f.isBool && f.def == "false") {
+				u += " (default " + f.def + ")"
+			}
+			p.text(u)
+			p.line(".RE")
+		}
+	}
+	p.line(".SH EXIT STATUS")
+	for _, e := range [][2]string{
+		{"0", "success, or help was asked for"},
+		{"1", "the command failed; the message names the problem and the fix"},
+		{"2", "usage error: no, unknown or incomplete command"},
+		{"130", "interrupted"},
+	} {
+		p.line(".TP")
+		p.line(".B %s", e[0])
+		p.text(e[1])
+	}
+	if a.Footer != "" {
+		p.line(".SH SEE ALSO")
+		p.text(a.Footer)
+	}
+	return p.err
+}
+
+type roff struct {
+	w   io.Writer
+	err error
+}
+
+func (r *roff) line(format string, args ...any) {
+	if r.err == nil {
+		_, r.err = fmt.Fprintf(r.w, format+"\n", args...)
+	}
+}
+
+// text writes free text; a line that starts with a dot or quote would be a
+// roff request, so it is protected.
+func (r *roff) text(s string) {
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		l = esc(l)
+		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
+			l = `\&` + l
+		}
+		r.line("%s", l)
+		r.line(".br")
+	}
+}
+
+func esc(s string) string {
+	return strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(esc(s), `"`, `\(dq`) + `"` }
+
+// WriteCompletion writes a completion script for shell (bash or zsh): the
+// commands, subcommands and each command's flags.
+func (a *App) WriteCompletion(w io.Writer, shell string) error {
+	switch shell {
+	case "bash":
+		return a.bashCompletion(w)
+	case "zsh":
+		return a.zshCompletion(w)
+	}
+	return errUsage{fmt.Sprintf("unknown shell %q: bash or zsh", shell)}
+}
+
+// words maps a command path ("", "policy", "policy attach") to what may
+// follow it: subcommand names, or the command's flags.
+func (a *App) words() map[string][]string {
+	m := map[string][]string{}
+	var walk func(cmds []Command, prefix string)
+	walk = func(cmds []Command, prefix string) {
+		for _, c := range visible(cmds) {
+			m[prefix] = append(m[prefix], c.Name)
+			path := strings.TrimSpace(prefix + " " + c.Name)
+			if len(c.Sub) > 0 {
+				walk(c.Sub, path)
+				continue
+			}
+			for _, f := range flagsOf(c) {
+				m[path] = append(m[path], "--"+f.name)
+			}
+		}
+	}
+	walk(a.Commands, "")
+	return m
+}
+
+func (a *App) bashCompletion(w io.Writer) error {
+	fn := "_" + strings.ReplaceAll(a.Name, "-", "_")
+	m := a.words()
+	keys := sortedKeys(m)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# bash completion for %s (generated by `%s completion bash`)\n", a.Name, a.Name)
+	fmt.Fprintf(&b, "%s() {\n", fn)
+	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} path= i w\n")
+	b.WriteString("\t# the command path: the words before the cursor that are not flags\n")
+	b.WriteString("\tfor ((i = 1; i < COMP_CWORD; i++)); do\n")
+	b.WriteString("\t\tw=${COMP_WORDS[i]}\n")
+	b.WriteString("\t\tcase \"$w\" in -*) continue ;; esac\n")
+	b.WriteString("\t\tcase \"${path:+$path }$w\" in\n")
+	for _, k := range keys {
+		if k != "" {
+			fmt.Fprintf(&b, "\t\t%q) path=\"${path:+$path }$w\" ;;\n", k)
+		}
+	}
+	b.WriteString("\t\tesac\n\tdone\n")
+	b.WriteString("\tlocal words\n\tcase \"$path\" in\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\t%q) words=%q ;;\n", k, strings.Join(m[k], " "))
+	}
+	b.WriteString("\tesac\n")
+	b.WriteString("\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n")
+	b.WriteString("\t# flags with a value, or positional arguments: complete file names\n")
+	b.WriteString("\t[ ${#COMPREPLY[@]} -eq 0 ] && COMPREPLY=($(compgen -f -- \"$cur\"))\n")
+	b.WriteString("}\n")
+	fmt.Fprintf(&b, "complete -o filenames -F %s %s\n", fn, a.Name)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (a *App) zshCompletion(w io.Writer) error {
+	fn := "_" + strings.ReplaceAll(a.Name, "-", "_")
+	var b strings.Builder
+	fmt.Fprintf(&b, "#compdef %s\n# zsh completion for %s (generated by `%s completion zsh`)\n\n", a.Name, a.Name, a.Name)
+	fmt.Fprintf(&b, "%s() {\n", fn)
+	b.WriteString("\tlocal -a words_\n\tlocal path_=\"\" w\n")
+	b.WriteString("\tfor w in ${words[2,CURRENT-1]}; do\n\t\t[[ $w == -* ]] && continue\n\t\tcase \"${path_:+$path_ }$w\" in\n")
+	m := a.words()
+	for _, k := range sortedKeys(m) {
+		if k != "" {
+			fmt.Fprintf(&b, "\t\t%q) path_=\"${path_:+$path_ }$w\" ;;\n", k)
+		}
+	}
+	b.WriteString("\t\tesac\n\tdone\n")
+	b.WriteString("\t# from here on, the command (its last word) is words[1], as _arguments expects\n")
+	b.WriteString("\tlocal n=${#${(z)path_}}\n\tif (( n > 0 )); then shift $n words; (( CURRENT -= n )); fi\n")
+	b.WriteString("\tcase \"$path_\" in\n")
+	var walk func(cmds []Command, prefix string)
+	walk = func(cmds []Command, prefix string) {
+		var items []string
+		for _, c := range visible(cmds) {
+			items = append(items, zq(c.Name+":"+c.Summary))
+		}
+		fmt.Fprintf(&b, "\t%q)\n\t\tlocal -a cmds=(%s)\n\t\t_describe command cmds ;;\n", prefix, strings.Join(items, " "))
+		for _, c := range visible(cmds) {
+			path := strings.TrimSpace(prefix + " " + c.Name)
+			if len(c.Sub) > 0 {
+				walk(c.Sub, path)
+				continue
+			}
+			var specs []string
+			for _, f := range flagsOf(c) {
+				spec := "--" + f.name + "[" + strings.NewReplacer("[", "(", "]", ")", ":", " ").Replace(f.usage) + "]"
+				if !f.isBool {
+					spec += ":" + f.name + ":_files"
+				}
+				specs = append(specs, zq(spec))
+			}
+			if c.Positional {
+				specs = append(specs, zq("*:argument:_files"))
+			}
+			fmt.Fprintf(&b, "\t%q)\n\t\t_arguments %s ;;\n", path, strings.Join(specs, " "))
+		}
+	}
+	walk(a.Commands, "")
+	b.WriteString("\tesac\n}\n\n")
+	fmt.Fprintf(&b, "%s \"$@\"\n", fn)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// zq quotes for zsh single quotes.
+func zq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func sortedKeys(m map[string][]string) []string {
+	k := make([]string, 0, len(m))
+	for s := range m {
+		k = append(k, s)
+	}
+	sort.Strings(k)
+	return k
+}
