@@ -1,0 +1,86 @@
+package policy
+
+// The rules map's key and value: how a Rule is encoded for the BPF program
+// (bpf/policy.bpf.c) and decoded back for List.
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+)
+
+// value validates a rule and returns its map value (without an id).
+func (r Rule) value() (policyRule, error) {
+	var v policyRule
+	if err := validCCName(r.CC); err != nil {
+		return v, err
+	}
+	if r.Dst.IsValid() && r.Dst != r.Dst.Masked() {
+		return v, fmt.Errorf("%w: destination %s has bits set beyond its prefix length; did you mean %s?", ErrInvalidRule, r.Dst, r.Dst.Masked())
+	}
+	for i := 0; i < len(r.CC); i++ {
+		v.Cc[i] = int8(r.CC[i])
+	}
+	v.AddrBits = uint32(r.addrBits())
+	if r.PlainTCP {
+		v.PlainTcp = 1
+	}
+	return v, nil
+}
+
+// addrBits is the rule's prefix length in the IPv6 space, where IPv4 is
+// mapped (::ffff:0:0/96).
+func (r Rule) addrBits() int {
+	if !r.Dst.IsValid() {
+		return 0
+	}
+	if r.Dst.Addr().Is4() {
+		return 96 + r.Dst.Bits()
+	}
+	return r.Dst.Bits()
+}
+
+func (r Rule) key(kind uint8) policyRuleKey {
+	k := policyRuleKey{Prefixlen: uint32(32 + r.addrBits()), Kind: kind}
+	if r.DstPort != 0 {
+		k.HasPort = 1
+		k.Port = r.DstPort
+	}
+	if r.Dst.IsValid() {
+		k.Addr = netip.AddrFrom16(r.Dst.Addr().As16()).As16()
+	}
+	return k
+}
+
+func decode(k policyRuleKey, v policyRule) RuleInfo {
+	info := RuleInfo{ID: v.Id, DstPort: k.Port, PlainTCP: v.PlainTcp != 0, Applied: v.Applied}
+	info.CC = kernel.CString(v.Cc[:])
+	bits := int(k.Prefixlen) - 32
+	if bits > 0 {
+		a := netip.AddrFrom16(k.Addr)
+		if bits >= 96 && a.Is4In6() {
+			info.Dst = netip.PrefixFrom(a.Unmap(), bits-96)
+		} else {
+			info.Dst = netip.PrefixFrom(a, bits)
+		}
+	}
+	return info
+}
+
+// String formats a rule the way the CLI takes it.
+func (r RuleInfo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", r.CC)
+	if r.Dst.IsValid() {
+		fmt.Fprintf(&b, " dst %s", r.Dst)
+	}
+	if r.DstPort != 0 {
+		fmt.Fprintf(&b, " dport %d", r.DstPort)
+	}
+	if r.PlainTCP {
+		b.WriteString(" +tcp")
+	}
+	return b.String()
+}
