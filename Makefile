@@ -74,9 +74,11 @@ vet: generate
 
 # Packages run one at a time (-p 1): their tests time real transfers through
 # shaped links, and two at once on a 2-core machine would skew each other.
+# kmsg-guard fails the run if the kernel logged a WARN, BUG, oops or BPF
+# struct_ops error while it ran (internal/kmsg).
 test: deps build
 	$(GO) vet ./...
-	$(GO) test -p 1 -count=1 -timeout 45m ./...
+	$(GO) run ./scripts/kmsg-guard -- $(GO) test -p 1 -count=1 -timeout 45m ./...
 
 test-short: generate
 	$(GO) test -p 1 -count=1 -short ./...
@@ -88,7 +90,7 @@ bench: deps build
 
 # Long soak of loss recovery (about 11 min): the window guard's check.
 soak: deps build
-	MPTCP_CC_SOAK=1 $(GO) test -p 1 -count=1 -timeout 30m -run 'TestSoak' -v ./pkg/cc/
+	MPTCP_CC_SOAK=1 $(GO) run ./scripts/kmsg-guard -- $(GO) test -p 1 -count=1 -timeout 30m -run 'TestSoak' -v ./pkg/cc/
 
 demo: deps build
 	./scripts/demo.sh
