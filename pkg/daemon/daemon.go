@@ -240,13 +240,29 @@ func (r *running) metricsHandler(cfg Config) http.Handler {
 }
 
 // swapHandler lets a reload change how metrics are built without closing
-// the listener.
-type swapHandler struct{ h atomic.Pointer[http.Handler] }
+// the listener, and keeps scrapes out of the moments a reload changes the
+// pins: a scrape lists every pin directory, and one caught half made (or
+// half removed) would fail the listing, leaving the scrape with no
+// algorithm at all.
+type swapHandler struct {
+	h  atomic.Pointer[http.Handler]
+	mu sync.RWMutex
+}
 
 func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
 
 func (s *swapHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	(*s.h.Load()).ServeHTTP(w, req)
+}
+
+// exclusive runs one change of the pins with no scrape running; scrapes
+// arriving meanwhile wait for it (one load takes about 0.4 s).
+func (s *swapHandler) exclusive(f func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f()
 }
 
 // eventWatchers follows the mptcp_pm events of the configured namespaces.
@@ -354,7 +370,7 @@ func setUpAlgorithms(cfg Config, st *state, log *slog.Logger) error {
 		return err
 	}
 	for i, a := range cfg.Algorithms {
-		act, err := setUpAlgorithm(cfg.BPFFS, i, a, byName, log)
+		act, err := setUpAlgorithm(cfg.BPFFS, i, a, byName, log, slog.LevelInfo)
 		if err != nil {
 			return err
 		}
@@ -379,7 +395,9 @@ func pinnedAlgorithms(root string) (map[string]cc.Loaded, error) {
 // `mptcp-cc load`) left it pinned: same algorithm, same parameters: nothing
 // to do; other parameters: they are updated in place (running subflows see
 // them at their next ACK); another algorithm under that name: an error.
-func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded, log *slog.Logger) (action, error) {
+// Adoptions are logged at adopted (a reload adopts what it keeps, which is
+// not news).
+func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded, log *slog.Logger, adopted slog.Level) (action, error) {
 	alg, err := cc.Lookup(a.Algo)
 	if err != nil {
 		return "", err
@@ -396,7 +414,7 @@ func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded
 				return "", fmt.Errorf("%s: %s is already loaded as %s, the configuration wants %s: unload it first (`mptcp-cc unload --name %s`) or give the entry another name", field, a.Name, l.Algo, a.Algo, a.Name)
 			}
 			if l.Params == a.Params() {
-				log.Info("adopted", "name", a.Name, "algo", a.Algo)
+				log.Log(context.Background(), adopted, "adopted", "name", a.Name, "algo", a.Algo)
 				return actAdopted, nil
 			}
 			if err := cc.SetParams(root, a.Name, a.Params()); err != nil {
@@ -433,7 +451,7 @@ func setUpPolicies(cfg Config, pe PolicyEngine, policies []resolvedPolicy, st *s
 		return err
 	}
 	for _, p := range policies {
-		p, _, err := setUpPolicy(cfg.PolicyBPFFS, pe, attached, p, log)
+		p, _, err := setUpPolicy(cfg.PolicyBPFFS, pe, attached, p, log, slog.LevelInfo)
 		if err != nil {
 			return err
 		}
@@ -443,12 +461,13 @@ func setUpPolicies(cfg Config, pe PolicyEngine, policies []resolvedPolicy, st *s
 }
 
 // setUpPolicy attaches one rule, or adopts it if attached has it. It
-// returns the rule of the same selector it replaced, if any.
-func setUpPolicy(root string, pe PolicyEngine, attached []policy.Attachment, p resolvedPolicy, log *slog.Logger) (resolvedPolicy, *policy.RuleInfo, error) {
+// returns the rule of the same selector it replaced, if any. Adoptions are
+// logged at adopted.
+func setUpPolicy(root string, pe PolicyEngine, attached []policy.Attachment, p resolvedPolicy, log *slog.Logger, adopted slog.Level) (resolvedPolicy, *policy.RuleInfo, error) {
 	existing := rulesOf(attached, p.rule.Cgroup)
 	if slices.ContainsFunc(existing, func(r policy.RuleInfo) bool { return sameRule(r, p.rule) }) {
 		p.action = actAdopted
-		log.Info("policy adopted", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort)
+		log.Log(context.Background(), adopted, "policy adopted", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort)
 		return p, nil, nil
 	}
 	if err := pe.Attach(p.rule, root); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -290,12 +291,14 @@ func (r *running) reloadAlgorithms(cfg Config, plan reloadPlan, st *state, undo 
 		if err != nil {
 			return err
 		}
-		if err := cc.Unload(old.Name, root); err != nil && !errors.Is(err, cc.ErrNotLoaded) {
+		if err := r.handler.exclusive(func() error { return cc.Unload(old.Name, root) }); err != nil && !errors.Is(err, cc.ErrNotLoaded) {
 			return fmt.Errorf("unloading %s (%s) to load it as %s: %w", old.Name, old.Algo, c.new.Algo, err)
 		}
 		r.log.Info("unloaded to be replaced; its connections keep it until they close", "name", old.Name, "algo", old.Algo)
 		undo.push(func() error {
-			return cc.Load(alg, cc.Options{Name: old.Name, PinRoot: root, Params: old.Params()})
+			return r.handler.exclusive(func() error {
+				return cc.Load(alg, cc.Options{Name: old.Name, PinRoot: root, Params: old.Params()})
+			})
 		})
 	}
 	byName, err := pinnedAlgorithms(root)
@@ -303,15 +306,18 @@ func (r *running) reloadAlgorithms(cfg Config, plan reloadPlan, st *state, undo 
 		return err
 	}
 	for i, a := range cfg.Algorithms {
-		act, err := setUpAlgorithm(root, i, a, byName, r.log)
-		if err != nil {
+		var act action
+		if err := r.handler.exclusive(func() (err error) {
+			act, err = setUpAlgorithm(root, i, a, byName, r.log, slog.LevelDebug)
+			return err
+		}); err != nil {
 			return err
 		}
 		st.algos[a.Name] = act
 		name := a.Name
 		switch act {
 		case actLoaded:
-			undo.push(func() error { return cc.Unload(name, root) })
+			undo.push(func() error { return r.handler.exclusive(func() error { return cc.Unload(name, root) }) })
 		case actUpdated:
 			prev := byName[name].Params
 			undo.push(func() error { return cc.SetParams(root, name, prev) })
@@ -332,7 +338,7 @@ func (r *running) reloadPolicies(cfg Config, pols []resolvedPolicy, st *state, u
 	}
 	root := cfg.PolicyBPFFS
 	for _, p := range pols {
-		p, replaced, err := setUpPolicy(root, r.pe, attached, p, r.log)
+		p, replaced, err := setUpPolicy(root, r.pe, attached, p, r.log, slog.LevelDebug)
 		if err != nil {
 			return err
 		}
@@ -358,7 +364,7 @@ func (r *running) removeDropped(plan reloadPlan) error {
 		errs = append(errs, err)
 	}
 	for _, a := range plan.unload {
-		if err := cc.Unload(a.Name, r.cfg.BPFFS); err != nil && !errors.Is(err, cc.ErrNotLoaded) {
+		if err := r.handler.exclusive(func() error { return cc.Unload(a.Name, r.cfg.BPFFS) }); err != nil && !errors.Is(err, cc.ErrNotLoaded) {
 			errs = append(errs, fmt.Errorf("unloading %s: %w (it stays loaded; `mptcp-cc unload --name %s` removes it)", a.Name, err, a.Name))
 			continue
 		}
