@@ -1,9 +1,18 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // resolved validates, resolves and resolves the policies of a configuration
@@ -177,5 +186,97 @@ func TestReloadCollector(t *testing.T) {
 	c.record(true, time.Unix(3000, 0))
 	if !c.lastOK || c.success != 1 || c.lastSuccess.Unix() != 3000 {
 		t.Errorf("after a success: %+v", c)
+	}
+}
+
+// syncBuffer is a log sink the test reads while the daemon writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A reload that fails half-way takes back what it did: the algorithm it
+// loaded is unloaded, the one it replaced is loaded again as it was, the
+// parameters it changed are restored; the running configuration stays.
+func TestReloadUndo(t *testing.T) {
+	root := testkernel.PinRoot(t)
+	sfx := testenv.Suffix()
+	kept, renamed, added := "t_k"+sfx, "t_r"+sfx, "t_a"+sfx
+	testkernel.UnloadAtCleanup(t, root, kept, renamed, added)
+	cfg := testConfig(root, kept, OnExitKeep)
+	cfg.Algorithms = append(cfg.Algorithms, Algorithm{Algo: "lia", Name: renamed})
+	cfg.Policies = cfg.Policies[:1]
+	cfg.Policies[0].Algo, cfg.Policies[0].CC = "", kept
+
+	next := cfg
+	next.Algorithms = []Algorithm{{Algo: "olia", Name: kept, LISA: true}, {Algo: "olia", Name: renamed}, {Algo: "balia", Name: added}}
+	next.Policies = append(append([]Policy(nil), cfg.Policies...), Policy{Cgroup: "web", CC: added})
+	fp := newFake()
+	fp.failOn = added
+
+	var logs syncBuffer
+	reload := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Policy: fp,
+			Ready: func(net.Addr) { close(ready) }, Reload: reload, ReadConfig: func() (Config, error) { return next, nil }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	before, err := cc.List(root)
+	if err != nil || len(before) != 2 {
+		t.Fatalf("at start: %+v %v", before, err)
+	}
+	rulesBefore := fmt.Sprint(fp.rules)
+
+	reload <- struct{}{}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), "configuration reload refused"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal logged:\n%s", logs.String())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "policies[1]: attaching to cgroup /cg/web: injected failure") {
+		t.Errorf("the refusal does not name the failure:\n%s", logs.String())
+	}
+	after, err := cc.List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strip := func(l []cc.Loaded) string {
+		var s []string
+		for _, x := range l {
+			s = append(s, fmt.Sprintf("%s %s %+v %v", x.Name, x.Algo, x.Params, x.Registered))
+		}
+		return strings.Join(s, "\n")
+	}
+	if strip(after) != strip(before) {
+		t.Errorf("after the failed reload:\n%s\nwant, as before it:\n%s", strip(after), strip(before))
+	}
+	if cc.IsRegistered(added) {
+		t.Errorf("%s, loaded by the failed reload, is still registered", added)
+	}
+	if got := fmt.Sprint(fp.rules); got != rulesBefore {
+		t.Errorf("rules after the failed reload: %s, want %s", got, rulesBefore)
 	}
 }
