@@ -167,16 +167,7 @@ func (s *scraper) end() (ok, failed int64, firstErr any) {
 func TestServeReload(t *testing.T) {
 	root := testkernel.PinRoot(t)
 	proot := root + "-policy"
-	mnt, err := policy.CgroupMount()
-	if err != nil {
-		t.Fatalf("no cgroup v2 hierarchy: %v", err)
-	}
-	cg := filepath.Join(mnt, testenv.Unique("mptcp-cc-test-"))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(cg) })
-	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
+	cg := testCgroup(t, proot)
 	sfx := testenv.Suffix()
 	kept, dropped, added, tuned, renamed := "t_k"+sfx, "t_d"+sfx, "t_a"+sfx, "t_t"+sfx, "t_r"+sfx
 	testkernel.UnloadAtCleanup(t, root, kept, dropped, added, tuned, renamed)
