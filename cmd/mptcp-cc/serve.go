@@ -75,27 +75,21 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 				cfg.Events.Enabled = &f
 			}
 		}
-		var cfg daemon.Config
-		if *configFile != "" {
-			data, err := os.ReadFile(*configFile)
-			if err != nil {
-				return fmt.Errorf("reading the configuration: %w", err)
+		// A reload (SIGHUP) reads the file again, with the same overrides.
+		readConfig := func() (daemon.Config, error) {
+			if *configFile != "" {
+				return daemon.ReadConfigFile(*configFile, override)
 			}
-			cfg, err = daemon.ParseConfigWith(data, override)
-			if err != nil {
-				var ce *daemon.ConfigError
-				if errors.As(err, &ce) {
-					ce.File = *configFile
-				}
-				return err
-			}
-		} else if *check {
-			return errors.New("--config.check needs --config FILE")
-		} else {
+			var cfg daemon.Config
 			override(&cfg)
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
+			return cfg, cfg.Validate()
+		}
+		if *check && *configFile == "" {
+			return errors.New("--config.check needs --config FILE")
+		}
+		cfg, err := readConfig()
+		if err != nil {
+			return err
 		}
 		if *check {
 			r := cfg.Resolve()
@@ -116,16 +110,20 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 			<-ctx.Done()
 			stop()
 		}()
-		// SIGHUP would otherwise kill the daemon without on_exit; a reload is
-		// a restart (which adopts what is loaded).
+		// SIGHUP reloads the configuration (systemctl reload). Signals that
+		// arrive during a reload fold into one more.
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
+		reload := make(chan struct{}, 1)
 		go func() {
 			for range hup {
-				log.Warn("SIGHUP: configuration reload is not supported; restart the daemon (it adopts what is loaded)")
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
 			}
 		}()
-		return daemon.Run(ctx, cfg, daemon.Options{Logger: log})
+		return daemon.Run(ctx, cfg, daemon.Options{Logger: log, Reload: reload, ReadConfig: readConfig})
 	}
 }
 

@@ -9,8 +9,10 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path"
 	"reflect"
 	"regexp"
@@ -191,6 +193,23 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 		return Config{}, &ConfigError{Problems: probs}
 	}
 	return cfg, nil
+}
+
+// ReadConfigFile reads and parses a configuration file (ParseConfigWith);
+// a *ConfigError names the file. It is what the daemon reads at start and
+// at every reload, so both refuse a file with the same messages as
+// --config.check.
+func ReadConfigFile(file string, override func(*Config)) (Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading the configuration: %w", err)
+	}
+	cfg, err := ParseConfigWith(data, override)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		ce.File = file
+	}
+	return cfg, err
 }
 
 // Validate checks a configuration that did not come from a file (or was

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,6 +87,12 @@ type Options struct {
 	// Ready, if set, is called once everything is in place and the metrics
 	// are served, with the metrics address.
 	Ready func(addr net.Addr)
+	// Reload asks for the configuration to be read again (ReadConfig) and
+	// the difference applied (SIGHUP). Nil: no reloads.
+	Reload <-chan struct{}
+	// ReadConfig returns the configuration a reload applies, validated
+	// (ReadConfigFile with the command line's overrides).
+	ReadConfig func() (Config, error)
 }
 
 // capEffective returns the effective capability set (a variable so tests
@@ -122,14 +130,31 @@ type state struct {
 }
 
 type resolvedPolicy struct {
+	index  int // in the configuration's policies list
 	cfg    Policy
 	rule   policy.Rule // Cgroup absolute
 	action action
 }
 
-// Run sets everything up, serves until ctx ends, then applies on_exit.
-// A failure while starting undoes what this run loaded or attached (what
-// it adopted stays as it was) and returns the error.
+// running is the daemon once started: what is in force, and what a reload
+// swaps.
+type running struct {
+	cfg     Config // resolved
+	st      *state
+	pe      PolicyEngine
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	handler *swapHandler
+	srv     *metrics.Server
+	inForce *policyCollector
+	reloads *reloadCollector
+	events  *eventWatchers
+}
+
+// Run sets everything up, serves until ctx ends (applying a reload each time
+// opts.Reload fires), then applies on_exit. A failure while starting undoes
+// what it loaded or attached (what it adopted stays as it was) and returns
+// the error.
 func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -151,70 +176,145 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 		return err
 	}
 
-	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: log})
-	trackers := &events.Collector{}
-	inForce := &policyCollector{}
-	reg, err := metrics.NewRegistry(trackers, inForce)
-	if err != nil {
+	r := &running{cfg: cfg, pe: pe, log: log, handler: &swapHandler{}, inForce: &policyCollector{}, reloads: newReloadCollector(time.Now())}
+	r.events = &eventWatchers{col: &events.Collector{}, log: log, stop: map[string]context.CancelFunc{}}
+	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads); err != nil {
 		return err
 	}
+	r.handler.set(r.metricsHandler(cfg))
 	// Bind before touching the kernel: a busy port fails the start with
 	// nothing loaded.
-	srv, err := metrics.Listen(cfg.Metrics.ListenAddress, cfg.Metrics.AllowRemote, metrics.Handler(col, reg))
-	if err != nil {
+	if r.srv, err = metrics.Listen(cfg.Metrics.ListenAddress, cfg.Metrics.AllowRemote, r.handler); err != nil {
 		return err
 	}
-	defer srv.Close()
+	// A reload may replace the server.
+	defer func() { _ = r.srv.Close() }()
 
-	st := &state{algos: map[string]action{}}
+	r.st = &state{algos: map[string]action{}}
+	started := false
 	defer func() {
-		if err != nil {
-			rollback(cfg, pe, st, log)
+		if err != nil && !started {
+			rollback(cfg, pe, r.st, log)
 		}
 	}()
-	if err := setUpAlgorithms(cfg, st, log); err != nil {
+	if err := setUpAlgorithms(cfg, r.st, log); err != nil {
 		return err
 	}
-	if err := setUpPolicies(cfg, pe, policies, st, log); err != nil {
+	if err := setUpPolicies(cfg, pe, policies, r.st, log); err != nil {
 		return err
 	}
-	inForce.set(st.policies)
+	started = true
+	r.inForce.set(r.st.policies)
+	defer r.events.stopAll()
+	r.events.sync(ctx, cfg.Events)
 
-	evctx, stopEvents := context.WithCancel(ctx)
-	defer stopEvents()
-	if *cfg.Events.Enabled {
-		for _, ns := range append([]string{""}, cfg.Events.Namespaces...) {
-			t := events.NewTracker(0)
-			done, err := t.Watch(evctx, ns)
-			if err != nil {
-				log.Warn("not following mptcp_pm events", "netns", nsName(ns), "err", err)
-				continue
-			}
-			trackers.Add(ns, t)
-			go func(ns string) {
-				if err := <-done; err != nil {
-					log.Warn("stopped following mptcp_pm events", "netns", nsName(ns), "err", err)
-				}
-			}(ns)
-		}
-	}
-
-	log.Info("serving metrics", "address", "http://"+srv.Addr().String()+"/metrics",
+	log.Info("serving metrics", "address", "http://"+r.srv.Addr().String()+"/metrics",
 		"algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies), "on_exit", string(cfg.OnExit))
 	notify("READY=1")
 	if opts.Ready != nil {
-		opts.Ready(srv.Addr())
+		opts.Ready(r.srv.Addr())
 	}
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-opts.Reload:
+			r.reload(ctx, opts.ReadConfig)
+		}
+	}
 	notify("STOPPING=1")
-	stopEvents()
-	_ = srv.Close()
+	r.events.stopAll()
+	_ = r.srv.Close()
 
+	cfg = r.cfg
 	if cfg.OnExit == OnExitKeep {
 		log.Info("exiting; on_exit keep: algorithms stay loaded and policies attached", "algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies))
 		return nil
 	}
 	return removeAll(cfg, pe, log)
+}
+
+// metricsHandler serves the maps under cfg's root with cfg's bound.
+func (r *running) metricsHandler(cfg Config) http.Handler {
+	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
+	return metrics.Handler(col, r.reg)
+}
+
+// swapHandler lets a reload change how metrics are built without closing
+// the listener, and keeps scrapes out of the moments a reload changes the
+// pins: a scrape lists every pin directory, and one caught half made (or
+// half removed) would fail the listing, leaving the scrape with no
+// algorithm at all.
+type swapHandler struct {
+	h  atomic.Pointer[http.Handler]
+	mu sync.RWMutex
+}
+
+func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *swapHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	(*s.h.Load()).ServeHTTP(w, req)
+}
+
+// exclusive runs one change of the pins with no scrape running; scrapes
+// arriving meanwhile wait for it (one load takes about 0.4 s).
+func (s *swapHandler) exclusive(f func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f()
+}
+
+// eventWatchers follows the mptcp_pm events of the configured namespaces.
+type eventWatchers struct {
+	col  *events.Collector
+	log  *slog.Logger
+	stop map[string]context.CancelFunc // by namespace; "" is the daemon's own
+}
+
+// sync starts following the namespaces e names and stops following the
+// others. A namespace that could not be followed is tried again at the
+// next sync (a reload).
+func (w *eventWatchers) sync(ctx context.Context, e Events) {
+	want := []string{}
+	if *e.Enabled {
+		want = append([]string{""}, e.Namespaces...)
+	}
+	for ns, stop := range w.stop {
+		if !slices.Contains(want, ns) {
+			stop()
+			delete(w.stop, ns)
+			w.col.Remove(ns)
+			w.log.Info("stopped following mptcp_pm events", "netns", nsName(ns))
+		}
+	}
+	for _, ns := range want {
+		if w.stop[ns] != nil {
+			continue
+		}
+		wctx, stop := context.WithCancel(ctx)
+		t := events.NewTracker(0)
+		done, err := t.Watch(wctx, ns)
+		if err != nil {
+			stop()
+			w.log.Warn("not following mptcp_pm events", "netns", nsName(ns), "err", err)
+			continue
+		}
+		w.stop[ns] = stop
+		w.col.Add(ns, t)
+		go func(ns string) {
+			if err := <-done; err != nil {
+				w.log.Warn("stopped following mptcp_pm events", "netns", nsName(ns), "err", err)
+			}
+		}(ns)
+	}
+}
+
+func (w *eventWatchers) stopAll() {
+	for ns, stop := range w.stop {
+		stop()
+		delete(w.stop, ns)
+	}
 }
 
 func nsName(ns string) string {
@@ -249,7 +349,7 @@ func preflight(cfg Config, pe PolicyEngine) ([]resolvedPolicy, error) {
 		if p.Dst != "" {
 			r.Dst, _ = parseDst(p.Dst)
 		}
-		out = append(out, resolvedPolicy{cfg: p, rule: r})
+		out = append(out, resolvedPolicy{index: i, cfg: p, rule: r})
 	}
 	if len(cfg.Policies) > 0 {
 		if _, err := pe.List(cfg.PolicyBPFFS); err != nil {
@@ -262,57 +362,74 @@ func preflight(cfg Config, pe PolicyEngine) ([]resolvedPolicy, error) {
 	return out, errors.Join(errs...)
 }
 
-// setUpAlgorithms loads each configured algorithm, or adopts it when a
-// previous run (or `mptcp-cc load`) left it pinned: same algorithm, same
-// parameters: nothing to do; other parameters: they are updated in place
-// (running subflows see them at their next ACK); another algorithm under
-// that name: an error.
+// setUpAlgorithms loads or adopts each configured algorithm
+// (setUpAlgorithm).
 func setUpAlgorithms(cfg Config, st *state, log *slog.Logger) error {
-	loaded, err := cc.List(cfg.BPFFS)
+	byName, err := pinnedAlgorithms(cfg.BPFFS)
 	if err != nil {
 		return err
+	}
+	for i, a := range cfg.Algorithms {
+		act, err := setUpAlgorithm(cfg.BPFFS, i, a, byName, log, slog.LevelInfo)
+		if err != nil {
+			return err
+		}
+		st.algos[a.Name] = act
+	}
+	return nil
+}
+
+func pinnedAlgorithms(root string) (map[string]cc.Loaded, error) {
+	loaded, err := cc.List(root)
+	if err != nil {
+		return nil, err
 	}
 	byName := map[string]cc.Loaded{}
 	for _, l := range loaded {
 		byName[l.Name] = l
 	}
-	for i, a := range cfg.Algorithms {
-		alg, err := cc.Lookup(a.Algo)
-		if err != nil {
-			return err
-		}
-		field := fmt.Sprintf("algorithms[%d]", i)
-		if l, ok := byName[a.Name]; ok {
-			if !l.Registered {
-				log.Warn("stale pins (the kernel no longer lists it): removing them and loading afresh", "name", a.Name, "pins", l.PinDir)
-				if err := cc.Unload(a.Name, cfg.BPFFS); err != nil {
-					return fmt.Errorf("%s: removing the stale pins of %s: %w", field, a.Name, err)
-				}
-			} else {
-				if l.Algo != a.Algo {
-					return fmt.Errorf("%s: %s is already loaded as %s, the configuration wants %s: unload it first (`mptcp-cc unload --name %s`) or give the entry another name", field, a.Name, l.Algo, a.Algo, a.Name)
-				}
-				if l.Params == a.Params() {
-					st.algos[a.Name] = actAdopted
-					log.Info("adopted", "name", a.Name, "algo", a.Algo)
-					continue
-				}
-				if err := cc.SetParams(cfg.BPFFS, a.Name, a.Params()); err != nil {
-					return fmt.Errorf("%s: updating the parameters of the loaded %s: %w", field, a.Name, err)
-				}
-				st.algos[a.Name] = actUpdated
-				log.Info("adopted; parameters updated in place", "name", a.Name, "algo", a.Algo,
-					"was", fmt.Sprintf("%+v", l.Params), "now", fmt.Sprintf("%+v", a.Params()))
-				continue
-			}
-		}
-		if err := cc.Load(alg, cc.Options{Name: a.Name, PinRoot: cfg.BPFFS, Params: a.Params()}); err != nil {
-			return fmt.Errorf("%s: loading %s as %s: %w", field, a.Algo, a.Name, err)
-		}
-		st.algos[a.Name] = actLoaded
-		log.Info("loaded", "name", a.Name, "algo", a.Algo, "lisa", a.LISA, "rsf_target", a.RSFTarget)
+	return byName, nil
+}
+
+// setUpAlgorithm loads algorithms[i], or adopts it when a previous run (or
+// `mptcp-cc load`) left it pinned: same algorithm, same parameters: nothing
+// to do; other parameters: they are updated in place (running subflows see
+// them at their next ACK); another algorithm under that name: an error.
+// Adoptions are logged at adopted (a reload adopts what it keeps, which is
+// not news).
+func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded, log *slog.Logger, adopted slog.Level) (action, error) {
+	alg, err := cc.Lookup(a.Algo)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	field := fmt.Sprintf("algorithms[%d]", i)
+	if l, ok := byName[a.Name]; ok {
+		if !l.Registered {
+			log.Warn("stale pins (the kernel no longer lists it): removing them and loading afresh", "name", a.Name, "pins", l.PinDir)
+			if err := cc.Unload(a.Name, root); err != nil {
+				return "", fmt.Errorf("%s: removing the stale pins of %s: %w", field, a.Name, err)
+			}
+		} else {
+			if l.Algo != a.Algo {
+				return "", fmt.Errorf("%s: %s is already loaded as %s, the configuration wants %s: unload it first (`mptcp-cc unload --name %s`) or give the entry another name", field, a.Name, l.Algo, a.Algo, a.Name)
+			}
+			if l.Params == a.Params() {
+				log.Log(context.Background(), adopted, "adopted", "name", a.Name, "algo", a.Algo)
+				return actAdopted, nil
+			}
+			if err := cc.SetParams(root, a.Name, a.Params()); err != nil {
+				return "", fmt.Errorf("%s: updating the parameters of the loaded %s: %w", field, a.Name, err)
+			}
+			log.Info("adopted; parameters updated in place", "name", a.Name, "algo", a.Algo,
+				"was", fmt.Sprintf("%+v", l.Params), "now", fmt.Sprintf("%+v", a.Params()))
+			return actUpdated, nil
+		}
+	}
+	if err := cc.Load(alg, cc.Options{Name: a.Name, PinRoot: root, Params: a.Params()}); err != nil {
+		return "", fmt.Errorf("%s: loading %s as %s: %w", field, a.Algo, a.Name, err)
+	}
+	log.Info("loaded", "name", a.Name, "algo", a.Algo, "lisa", a.LISA, "rsf_target", a.RSFTarget)
+	return actLoaded, nil
 }
 
 // sameRule compares what a policy rule selects and gives.
@@ -333,25 +450,37 @@ func setUpPolicies(cfg Config, pe PolicyEngine, policies []resolvedPolicy, st *s
 	if err != nil {
 		return err
 	}
-	for i, p := range policies {
-		field := fmt.Sprintf("policies[%d]", i)
-		existing := rulesOf(attached, p.rule.Cgroup)
-		if slices.ContainsFunc(existing, func(r policy.RuleInfo) bool { return sameRule(r, p.rule) }) {
-			p.action = actAdopted
-			log.Info("policy adopted", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort)
-		} else {
-			if err := pe.Attach(p.rule, cfg.PolicyBPFFS); err != nil {
-				return fmt.Errorf("%s: attaching to cgroup %s: %w", field, p.rule.Cgroup, err)
-			}
-			p.action = actLoaded
-			if slices.ContainsFunc(existing, func(r policy.RuleInfo) bool { return sameSelector(r, p.rule) }) {
-				p.action = actUpdated
-			}
-			log.Info("policy attached", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort, "tcp", p.rule.PlainTCP)
+	for _, p := range policies {
+		p, _, err := setUpPolicy(cfg.PolicyBPFFS, pe, attached, p, log, slog.LevelInfo)
+		if err != nil {
+			return err
 		}
 		st.policies = append(st.policies, p)
 	}
 	return nil
+}
+
+// setUpPolicy attaches one rule, or adopts it if attached has it. It
+// returns the rule of the same selector it replaced, if any. Adoptions are
+// logged at adopted.
+func setUpPolicy(root string, pe PolicyEngine, attached []policy.Attachment, p resolvedPolicy, log *slog.Logger, adopted slog.Level) (resolvedPolicy, *policy.RuleInfo, error) {
+	existing := rulesOf(attached, p.rule.Cgroup)
+	if slices.ContainsFunc(existing, func(r policy.RuleInfo) bool { return sameRule(r, p.rule) }) {
+		p.action = actAdopted
+		log.Log(context.Background(), adopted, "policy adopted", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort)
+		return p, nil, nil
+	}
+	if err := pe.Attach(p.rule, root); err != nil {
+		return p, nil, fmt.Errorf("policies[%d]: attaching to cgroup %s: %w", p.index, p.rule.Cgroup, err)
+	}
+	p.action = actLoaded
+	var replaced *policy.RuleInfo
+	if i := slices.IndexFunc(existing, func(r policy.RuleInfo) bool { return sameSelector(r, p.rule) }); i >= 0 {
+		p.action = actUpdated
+		replaced = &existing[i]
+	}
+	log.Info("policy attached", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort, "tcp", p.rule.PlainTCP)
+	return p, replaced, nil
 }
 
 func rulesOf(attached []policy.Attachment, cgroup string) []policy.RuleInfo {
@@ -445,7 +574,7 @@ func removeAll(cfg Config, pe PolicyEngine, log *slog.Logger) error {
 // meanwhile is matched by the path the policy recorded.
 func policiesForRemoval(cfg Config, pe PolicyEngine) []resolvedPolicy {
 	var out []resolvedPolicy
-	for _, p := range cfg.Policies {
+	for i, p := range cfg.Policies {
 		abs, err := pe.ResolveCgroup(p.Cgroup)
 		if err != nil {
 			abs = p.Cgroup
@@ -457,7 +586,7 @@ func policiesForRemoval(cfg Config, pe PolicyEngine) []resolvedPolicy {
 		if p.Dst != "" {
 			r.Dst, _ = parseDst(p.Dst)
 		}
-		out = append(out, resolvedPolicy{cfg: p, rule: r})
+		out = append(out, resolvedPolicy{index: i, cfg: p, rule: r})
 	}
 	return out
 }

@@ -300,19 +300,10 @@ events: {namespaces: [%s]}
 // algorithm loaded first), detached at exit with on_exit remove.
 func TestServePolicy(t *testing.T) {
 	root := testkernel.PinRoot(t)
-	mnt, err := policy.CgroupMount()
-	if err != nil {
-		t.Skipf("no cgroup v2 hierarchy: %v", err)
-	}
-	cg := filepath.Join(mnt, testenv.Unique("mptcp-cc-test-"))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Remove(cg) })
+	proot := root + "-policy"
+	cg := testCgroup(t, proot)
 	name := testenv.Unique("t_srv_")
 	testkernel.UnloadAtCleanup(t, root, name)
-	proot := root + "-policy"
-	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
 
 	d := startDaemon(t, fmt.Sprintf(`
 bpffs: %s
@@ -341,6 +332,26 @@ events: {enabled: false}
 	if cc.IsRegistered(name) {
 		t.Errorf("%s registered after on_exit remove", name)
 	}
+}
+
+// testCgroup creates a cgroup v2 directory for the test; at cleanup its
+// policy under proot is detached and the directory removed.
+func testCgroup(t *testing.T, proot string) string {
+	t.Helper()
+	mnt, err := policy.CgroupMount()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no cgroup v2 hierarchy: %v", err)
+		}
+		t.Skipf("no cgroup v2 hierarchy: %v", err)
+	}
+	cg := filepath.Join(mnt, testenv.Unique("mptcp-cc-test-"))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(cg) })
+	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
+	return cg
 }
 
 func grep(s, sub string) string {

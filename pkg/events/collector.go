@@ -42,6 +42,14 @@ func (c *Collector) Add(netns string, t *Tracker) {
 	c.trackers[netns] = t
 }
 
+// Remove stops exporting a namespace's tracker (the daemon no longer follows
+// it, so its counts would only go stale).
+func (c *Collector) Remove(netns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.trackers, netns)
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descEvents

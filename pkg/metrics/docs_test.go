@@ -10,6 +10,8 @@ import (
 var daemonMetrics = map[string]bool{
 	"mptcp_cc_pm_events_total": true, "mptcp_cc_pm_connections": true,
 	"mptcp_cc_pm_event_overruns_total": true, "mptcp_cc_policy_rule_info": true,
+	"mptcp_cc_config_reloads_total": true, "mptcp_cc_config_last_reload_success_timestamp_seconds": true,
+	"mptcp_cc_config_last_reload_successful": true,
 }
 
 var metricName = regexp.MustCompile(`\bmptcp_cc_[a-z_]+[a-z]\b`)
