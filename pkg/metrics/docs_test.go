@@ -10,6 +10,7 @@ import (
 var daemonMetrics = map[string]bool{
 	"mptcp_cc_pm_events_total": true, "mptcp_cc_pm_connections": true,
 	"mptcp_cc_pm_event_overruns_total": true, "mptcp_cc_policy_rule_info": true,
+	"mptcp_cc_policy_errors_total": true,
 }
 
 var metricName = regexp.MustCompile(`\bmptcp_cc_[a-z_]+[a-z]\b`)
