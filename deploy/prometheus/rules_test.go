@@ -46,8 +46,8 @@ func ruleFiles(t *testing.T) []string {
 	return files
 }
 
-// rules reads every rule of every rule file.
-func rules(t *testing.T) []rule {
+// rulesOf reads every rule of every rule file.
+func rulesOf(t *testing.T) []rule {
 	t.Helper()
 	var out []rule
 	for _, f := range ruleFiles(t) {
@@ -91,7 +91,7 @@ func TestPromtoolUnitTests(t *testing.T) {
 // Every alert says what it is about and what to do, and has a severity.
 func TestAlertAnnotations(t *testing.T) {
 	alerts := 0
-	for _, r := range rules(t) {
+	for _, r := range rulesOf(t) {
 		if r.Alert == "" {
 			continue
 		}
@@ -156,7 +156,7 @@ func TestUnitTestsCoverEveryRule(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range rules(t) {
+	for _, r := range rulesOf(t) {
 		switch {
 		case r.Alert != "" && !fires[r.Alert]:
 			t.Errorf("no unit test in tests/ sees %s fire", r.Alert)
@@ -282,7 +282,7 @@ func TestNamesExist(t *testing.T) {
 		known[n] = true
 	}
 	records := map[string]bool{}
-	for _, r := range rules(t) {
+	for _, r := range rulesOf(t) {
 		if r.Record != "" {
 			records[r.Record] = true
 		}
@@ -305,7 +305,7 @@ func TestNamesExist(t *testing.T) {
 	if !usesRecord {
 		t.Error("the dashboard uses no recording rule: the recording-rule name check would check nothing")
 	}
-	for _, r := range rules(t) {
+	for _, r := range rulesOf(t) {
 		check("rule "+r.Record+r.Alert, r.Expr)
 	}
 }
