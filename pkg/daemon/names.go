@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 
@@ -47,10 +48,5 @@ func MetricNames() ([]string, error) {
 	for _, mf := range mfs {
 		seen[mf.GetName()] = true
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
