@@ -14,7 +14,7 @@ GO_MIN   := 1.26
 GO_TOOLCHAIN := go1.26.8
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd \
-	ethtool iputils-ping curl unzip ca-certificates zsh groff-base
+	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.

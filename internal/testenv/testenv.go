@@ -38,6 +38,22 @@ func RequireRoot(t testing.TB) {
 	t.Skip("needs root (BPF, network namespaces)")
 }
 
+// RequireTool returns the path of the command name, which `make deps`
+// installs (from the Debian package pkg). Without it the test is skipped,
+// except in CI (CI=true), where it fails: there make deps has run.
+func RequireTool(t testing.TB, name, pkg string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed: `make deps` installs it (Debian package %s)", name, pkg)
+	}
+	t.Skipf("needs %s: run `make deps` (Debian package %s)", name, pkg)
+	return ""
+}
+
 // Suffix returns six random hex digits, for names that must not collide
 // with what a user or another test created. Short, because kernel names
 // (congestion controls: 15 characters) are.

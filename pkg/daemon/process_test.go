@@ -320,8 +320,12 @@ events: {enabled: false}
 	if err != nil || len(atts) != 1 || atts[0].Cgroup != cg || len(atts[0].Rules) != 2 {
 		t.Fatalf("policies while serving: %+v %v\n%s", atts, err, d.logs())
 	}
-	if body := get(t, url); !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_rule_info{cc="%s",cgroup="%s",dst="any",dst_port="0",tcp="false"} 1`, name, cg)) {
+	body := get(t, url)
+	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_rule_info{cc="%s",cgroup="%s",dst="any",dst_port="0",tcp="false"} 1`, name, cg)) {
 		t.Errorf("/metrics lacks the policy rule:\n%s", grep(body, "policy"))
+	}
+	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_errors_total{cgroup="%s"} 0`, cg)) {
+		t.Errorf("/metrics lacks the policy's error counter:\n%s", grep(body, "policy"))
 	}
 	if code := d.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs())

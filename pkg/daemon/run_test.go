@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -24,8 +25,9 @@ type fakePolicy struct {
 	rules     map[string][]policy.RuleInfo // by cgroup
 	nextID    uint32
 	calls     []string
-	failOn    string // Attach of this CC fails
-	algosSeen []bool // whether the rule's CC was registered at Attach
+	failOn    string            // Attach of this CC fails
+	errors    map[string]uint64 // policy program errors by cgroup
+	algosSeen []bool            // whether the rule's CC was registered at Attach
 }
 
 func newFake() *fakePolicy { return &fakePolicy{rules: map[string][]policy.RuleInfo{}} }
@@ -72,7 +74,8 @@ func (f *fakePolicy) List(root string) ([]policy.Attachment, error) {
 	defer f.mu.Unlock()
 	var out []policy.Attachment
 	for cg, rs := range f.rules {
-		out = append(out, policy.Attachment{Cgroup: cg, Attached: true, Rules: append([]policy.RuleInfo(nil), rs...)})
+		out = append(out, policy.Attachment{Cgroup: cg, Attached: true, Rules: append([]policy.RuleInfo(nil), rs...),
+			Counters: policy.Counters{Errors: f.errors[cg]}})
 	}
 	return out, nil
 }
@@ -98,6 +101,13 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // runAsync starts Run and waits until it is ready (or failed).
 func runAsync(t *testing.T, cfg Config, pe PolicyEngine) (stop func() error, err error) {
 	t.Helper()
+	stop, _, err = runAsyncAddr(t, cfg, pe)
+	return stop, err
+}
+
+// runAsyncAddr is runAsync that also returns the metrics address.
+func runAsyncAddr(t *testing.T, cfg Config, pe PolicyEngine) (stop func() error, addr net.Addr, err error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -105,16 +115,16 @@ func runAsync(t *testing.T, cfg Config, pe PolicyEngine) (stop func() error, err
 		done <- Run(ctx, cfg, Options{Logger: quietLog(), Policy: pe, Ready: func(a net.Addr) { ready <- a }})
 	}()
 	select {
-	case <-ready:
-		return func() error { cancel(); return <-done }, nil
+	case a := <-ready:
+		return func() error { cancel(); return <-done }, a, nil
 	case err := <-done:
 		cancel()
-		return nil, err
+		return nil, nil, err
 	case <-time.After(30 * time.Second):
 		cancel()
 		t.Fatal("Run neither ready nor failed in 30 s")
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 func testConfig(root, name string, onExit OnExit) Config {
@@ -242,5 +252,44 @@ func TestRunRollback(t *testing.T) {
 	_, err = runAsync(t, cfg, newFake())
 	if err == nil || !strings.Contains(err.Error(), "is already loaded as olia, the configuration wants lia") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The policy programs' error counters are exported per cgroup, for the
+// policies the daemon attached and for those it did not.
+func TestRunPolicyErrors(t *testing.T) {
+	root := testkernel.PinRoot(t)
+	name := testenv.Unique("t_run_")
+	t.Cleanup(func() { _ = cc.Unload(name, root) })
+	fp := newFake()
+	fp.rules["/cg/other"] = []policy.RuleInfo{{ID: 100, CC: "reno"}}
+	fp.errors = map[string]uint64{"/cg/batch": 3, "/cg/other": 1}
+
+	stop, addr, err := runAsyncAddr(t, testConfig(root, name, OnExitRemove), fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	body := string(b)
+	for _, want := range []string{
+		`mptcp_cc_policy_errors_total{cgroup="/cg/batch"} 3`,
+		`mptcp_cc_policy_errors_total{cgroup="/cg/web"} 0`,
+		`mptcp_cc_policy_errors_total{cgroup="/cg/other"} 1`,
+		"# TYPE mptcp_cc_policy_errors_total counter",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, body)
+		}
 	}
 }
