@@ -214,8 +214,20 @@ func Start(o Options) (*Daemon, error) {
 }
 
 // Command is the shell command equivalent to the daemon, for records.
-func (d *Daemon) Command() string {
-	return "ip netns exec " + d.NS + " " + strings.Join(d.Argv, " ")
+func (d *Daemon) Command() string { return shellCommand(d.NS, d.Argv) }
+
+// Command is the shell command that runs mptcpd with o, for a person to
+// run (ip netns exec is fine there: mptcpd reads no BPF pins).
+func Command(o Options) (string, error) {
+	argv, err := Argv(o)
+	if err != nil {
+		return "", err
+	}
+	return shellCommand(o.NS, argv), nil
+}
+
+func shellCommand(ns string, argv []string) string {
+	return "ip netns exec " + ns + " " + strings.Join(argv, " ")
 }
 
 // Pid is the daemon's process id.
