@@ -59,7 +59,7 @@ func (pm *pathManagers) stop() ([]string, error) {
 	var cmds []string
 	var errs []error
 	for _, d := range pm.daemons {
-		cmds = append(cmds, fmt.Sprintf("kill -TERM %d  # mptcpd in %s", d.Pid(), d.NS))
+		cmds = append(cmds, fmt.Sprintf("at cleanup: kill -TERM %d  # mptcpd in %s", d.Pid(), d.NS))
 		errs = append(errs, d.Stop())
 	}
 	pm.daemons = nil
