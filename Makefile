@@ -13,7 +13,7 @@ BPFTOOL  ?= bpftool
 GO_MIN   := 1.26
 GO_TOOLCHAIN := go1.26.8
 
-DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd \
+DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd mptcpd-plugins \
 	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus
 
 VMLINUX  := bpf/include/vmlinux.h

@@ -5,15 +5,23 @@
 package testkernel
 
 import (
+	"errors"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -168,4 +176,88 @@ func Subflows(t testing.TB, root, name string) []stats.Subflow {
 		}
 	}
 	return out
+}
+
+// Cgroup creates a fresh cgroup v2 under parent ("" for the v2 mount) and
+// removes it at cleanup, moving out whatever process is left in it.
+func Cgroup(t testing.TB, parent string) string {
+	t.Helper()
+	if parent == "" {
+		mnt, err := policy.CgroupMount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent = mnt
+	}
+	dir := filepath.Join(parent, testenv.Unique("mptcp-cc-test-"))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("creating cgroup: %v", err)
+	}
+	t.Cleanup(func() { removeCgroup(t, dir) })
+	return dir
+}
+
+func removeCgroup(t testing.TB, dir string) {
+	parent := filepath.Dir(dir)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		// Children first (nested test cgroups are removed by their own
+		// cleanup, which runs earlier; this is a safety net).
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				removeCgroup(t, filepath.Join(dir, e.Name()))
+			}
+		}
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return
+		}
+		if procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs")); len(procs) > 0 {
+			for _, pid := range strings.Fields(string(procs)) {
+				_ = os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(pid), 0)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("removing cgroup %s: %v", dir, err)
+			return
+		}
+	}
+}
+
+// IntoCgroup makes cmd start straight inside the cgroup dir (clone3 with
+// CLONE_INTO_CGROUP), so every socket it opens is the cgroup's from the
+// first: sock_ops programs act by the cgroup of the socket's creator.
+func IntoCgroup(t testing.TB, cmd *exec.Cmd, dir string) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("opening cgroup %s: %v", dir, err)
+	}
+	// The descriptor must outlive cmd.Start; the test's end is late enough.
+	t.Cleanup(func() { unix.Close(fd) })
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+}
+
+// MIBCounter reads one of the kernel's SNMP/MPTCP counters in a namespace.
+func MIBCounter(t testing.TB, ns, name string) uint64 {
+	t.Helper()
+	out, err := netns.Output(ns, "nstat", "-asz", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == name {
+			v, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("counter %s not found in %q", name, out)
+	return 0
 }

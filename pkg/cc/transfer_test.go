@@ -1,15 +1,12 @@
 package cc_test
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
@@ -95,7 +92,7 @@ func TestNoEntriesAfterChurn(t *testing.T) {
 	name := testkernel.Load(t, root, "lia", cc.Params{})
 	srv := testkernel.Serve(t, n)
 	const conns = 1000
-	joins0 := mibCounter(t, n.Server, "MPTcpExtMPJoinAckRx")
+	joins0 := testkernel.MIBCounter(t, n.Server, "MPTcpExtMPJoinAckRx")
 	var corrupted []int64
 	for i := 0; i < conns; i++ {
 		res, err := testkernel.Run(n, srv, xfer.Options{CC: name, Bytes: 256 << 10})
@@ -122,31 +119,10 @@ func TestNoEntriesAfterChurn(t *testing.T) {
 	}
 	// The join path (init of a second subflow, then its release) must have
 	// been exercised, not only single-subflow connections.
-	joins := mibCounter(t, n.Server, "MPTcpExtMPJoinAckRx") - joins0
+	joins := testkernel.MIBCounter(t, n.Server, "MPTcpExtMPJoinAckRx") - joins0
 	t.Logf("%d connections, %d joined subflows", conns, joins)
 	if joins < conns/2 {
 		t.Fatalf("only %d of %d connections got their second subflow", joins, conns)
 	}
 	waitEmpty(t, root, name)
-}
-
-// mibCounter reads one of the kernel's SNMP/MPTCP counters in a namespace.
-func mibCounter(t *testing.T, ns, name string) uint64 {
-	t.Helper()
-	out, err := netns.Output(ns, "nstat", "-asz", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 2 && f[0] == name {
-			v, err := strconv.ParseUint(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	t.Fatalf("counter %s not found in %q", name, out)
-	return 0
 }

@@ -11,16 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
@@ -141,14 +137,9 @@ func spawn(t testing.TB, cgroupDir string, cfg helperConfig) *helper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := unix.Open(cgroupDir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatalf("opening cgroup %s: %v", cgroupDir, err)
-	}
-	defer unix.Close(fd)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(raw))
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	testkernel.IntoCgroup(t, cmd, cgroupDir)
 	h := &helper{t: t, cmd: cmd, lines: make(chan helperEvent, 16), stderr: &bytes.Buffer{}}
 	cmd.Stderr = h.stderr
 	stdin, err := cmd.StdinPipe()
@@ -207,51 +198,8 @@ func (h *helper) next() helperEvent {
 	return helperEvent{}
 }
 
-// newCgroup creates a fresh cgroup v2 under parent ("" for the v2 mount)
-// and removes it at cleanup, moving out whatever process is left in it.
-func newCgroup(t testing.TB, parent string) string {
-	t.Helper()
-	if parent == "" {
-		mnt, err := policy.CgroupMount()
-		if err != nil {
-			t.Fatal(err)
-		}
-		parent = mnt
-	}
-	dir := filepath.Join(parent, testenv.Unique("mptcp-cc-test-"))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatalf("creating cgroup: %v", err)
-	}
-	t.Cleanup(func() { removeCgroup(t, dir) })
-	return dir
-}
-
-func removeCgroup(t testing.TB, dir string) {
-	parent := filepath.Dir(dir)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		// Children first (nested test cgroups are removed by their own
-		// cleanup, which runs earlier; this is a safety net).
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if e.IsDir() {
-				removeCgroup(t, filepath.Join(dir, e.Name()))
-			}
-		}
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
-			return
-		}
-		if procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs")); len(procs) > 0 {
-			for _, pid := range strings.Fields(string(procs)) {
-				_ = os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(pid), 0)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("removing cgroup %s: %v", dir, err)
-			return
-		}
-	}
-}
+// newCgroup is testkernel.Cgroup (shared with the other packages' tests).
+func newCgroup(t testing.TB, parent string) string { return testkernel.Cgroup(t, parent) }
 
 // programsOn lists the sock_ops programs attached to a cgroup.
 func programsOn(t testing.TB, cgroupDir string) []ebpf.ProgramID {

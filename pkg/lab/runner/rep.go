@@ -37,6 +37,26 @@ func runRep(ctx context.Context, c scenario.Case, rep int, ccs *CCSet, o Options
 		}
 	}()
 	r.Network = n.Namespaces()
+	pm := &pathManagers{}
+	defer func() {
+		cmds, err := pm.stop()
+		r.Commands = append(r.Commands, cmds...)
+		if err != nil {
+			r.Error = strings.TrimSpace(r.Error + "; stopping mptcpd: " + err.Error())
+		}
+	}()
+	for h, host := range sc.Hosts {
+		if usesMptcpd(host) && host.JoinAfter == 0 {
+			cmds, err := pm.start(sc, n, h, dir)
+			for _, c := range cmds {
+				r.Commands = append(r.Commands, fmt.Sprintf("path manager of %s (before the flows): %s", host.Name, c))
+			}
+			if err != nil {
+				r.Error = "starting mptcpd: " + err.Error()
+				return r
+			}
+		}
+	}
 	insts := instances(sc, n, ccs)
 	rv := &receivers{sinks: map[int]*xfer.Server{}}
 	defer rv.close()
@@ -61,7 +81,7 @@ func runRep(ctx context.Context, c scenario.Case, rep int, ccs *CCSet, o Options
 		return r
 	}
 	smp.start()
-	runFlows(ctx, sc, n, insts, rv.sinks, t0, r)
+	runFlows(ctx, sc, n, pm, insts, rv.sinks, t0, r)
 	smp.stop()
 	if r.Error != "" {
 		// Reset the sockets still open so blocked transfers end now.
@@ -134,7 +154,7 @@ func (rv *receivers) close() {
 // runFlows runs every flow instance from t0 and adds the late endpoints of
 // the hosts that join late, until all are done, ctx ends or the scenario's
 // timeout passes (which sets r.Error).
-func runFlows(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, insts []*flowInst, sinks map[int]*xfer.Server, t0 time.Time, r *report.RepResult) {
+func runFlows(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, pm *pathManagers, insts []*flowInst, sinks map[int]*xfer.Server, t0 time.Time, r *report.RepResult) {
 	done := make(chan struct{}, len(insts))
 	for _, fi := range insts {
 		go func() {
@@ -147,7 +167,7 @@ func runFlows(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, insts [
 		}()
 	}
 	joined := make(chan joinResult, len(sc.Hosts))
-	joins := startJoins(ctx, sc, n, t0, joined)
+	joins := startJoins(ctx, sc, n, pm, r.Dir, t0, joined)
 	timeout := time.After(sc.Timeout)
 	for left := len(insts) + joins; left > 0; {
 		select {
@@ -172,8 +192,9 @@ func runFlows(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, insts [
 }
 
 // startJoins adds, for every host with join_after, its endpoints that long
-// after t0, reporting on joined. It returns how many it started.
-func startJoins(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, t0 time.Time, joined chan<- joinResult) int {
+// after t0 (or starts its mptcpd, which adds them), reporting on joined.
+// It returns how many it started.
+func startJoins(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, pm *pathManagers, dir string, t0 time.Time, joined chan<- joinResult) int {
 	joins := 0
 	for h, host := range sc.Hosts {
 		if host.JoinAfter > 0 {
@@ -183,6 +204,11 @@ func startJoins(ctx context.Context, sc *scenario.Scenario, n *topo.Multi, t0 ti
 				case <-time.After(time.Until(t0.Add(host.JoinAfter))):
 				case <-ctx.Done():
 					joined <- joinResult{err: ctx.Err()}
+					return
+				}
+				if usesMptcpd(host) {
+					cmds, err := pm.start(sc, n, h, dir)
+					joined <- joinResult{host: host.Name, at: host.JoinAfter, cmds: cmds, err: err}
 					return
 				}
 				err := n.AddEndpoints(h)

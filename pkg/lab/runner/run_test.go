@@ -261,3 +261,91 @@ record: {sample: 50ms, warmup: 500ms}
 		t.Errorf("commands.txt does not record the join:\n%s", cmds)
 	}
 }
+
+// path_manager: mptcpd: the runner starts mptcpd in the hosts' namespaces
+// instead of adding endpoints itself (for l, 1 s into the flows), records
+// it in commands.txt, keeps its log, and stops it at the end; both MPTCP
+// flows use both paths.
+func TestRunMptcpd(t *testing.T) {
+	id := newRun(t)
+	f, err := scenario.Parse("mptcpd.yaml", []byte(`
+name: mptcpd
+links: {a: {rate: 20Mbit}, b: {rate: 10Mbit}}
+servers: {s: {}}
+hosts:
+  h: {paths: [a, b], mptcp: {path_manager: mptcpd}}
+  l: {paths: [a, b], mptcp: {path_manager: mptcpd, join_after: 1s}}
+flows:
+  f: {from: h, cc: olia, duration: 3s}
+  g: {from: l, cc: olia, duration: 3s}
+record: {sample: 50ms, plots: false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	sum, err := Run(context.Background(), f, Options{Out: out, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := filepath.Join(out, "mptcpd", "base", "rep0")
+	c := sum.Case("base")
+	if c == nil || c.Group("f") == nil || c.Group("g") == nil || c.Group("f").Errors+c.Group("g").Errors > 0 {
+		t.Fatalf("summary: %+v", sum)
+	}
+	cmds, err := os.ReadFile(filepath.Join(rep, "commands.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"path manager of h (before the flows): ip netns exec ", "join l (at 1s): ip netns exec ", "--load-plugins=addr_adv --path-manager=addr_adv --addr-flags=subflow", "kill -TERM"} {
+		if !strings.Contains(string(cmds), want) {
+			t.Errorf("commands.txt lacks %q:\n%s", want, cmds)
+		}
+	}
+	if strings.Contains(string(cmds), "mptcp endpoint add") {
+		t.Errorf("the runner added endpoints itself:\n%s", cmds)
+	}
+	logs, _ := filepath.Glob(filepath.Join(rep, "mptcpd-*.log"))
+	if len(logs) != 2 {
+		t.Errorf("mptcpd logs in %s: %v, want two", rep, logs)
+	}
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); !strings.Contains(string(b), "path manager initialized") {
+			t.Errorf("mptcpd's log %s: %s", l, b)
+		}
+	}
+
+	// Both paths carried the flow: subflow samples on each, and each
+	// link sent at least a fifth of what its rate allows in 3 s.
+	rows := readCSV(t, filepath.Join(rep, "subflows.csv"))
+	col := index(rows[0])
+	paths := map[string]map[string]bool{"f": {}, "g": {}}
+	for _, r := range rows[1:] {
+		if p := paths[r[col["flow"]]]; p != nil {
+			p[r[col["path"]]] = true
+		}
+	}
+	for fl, p := range paths {
+		if !p["a"] || !p["b"] {
+			t.Errorf("flow %s: subflow samples on paths %v, want a and b", fl, p)
+		}
+	}
+	rows = readCSV(t, filepath.Join(rep, "links.csv"))
+	col = index(rows[0])
+	rate := map[string]float64{"a": 20e6, "b": 10e6}
+	for _, r := range rows[1:] {
+		name := r[col["link"]]
+		if _, ok := rate[name]; !ok {
+			continue
+		}
+		sent, _ := strconv.ParseFloat(r[col["sent_bytes"]], 64)
+		t.Logf("link %s: %.1f MB", name, sent/1e6)
+		if sent < rate[name]/8*3/5 {
+			t.Errorf("link %s sent %.0f bytes: the path carried (almost) nothing", name, sent)
+		}
+		delete(rate, name)
+	}
+	if len(rate) > 0 {
+		t.Errorf("links.csv has no row for %v", rate)
+	}
+}

@@ -63,6 +63,10 @@ func TopoConfig(sc *scenario.Scenario, rep int, prefix string) (topo.MultiConfig
 	for _, h := range sc.Hosts {
 		hc := topo.HostConfig{Name: h.Name, Count: h.Count, Endpoints: h.Endpoints, LateEndpoints: h.JoinAfter > 0,
 			MaxSubflows: h.MaxSubflows, AddAddrAccepted: h.AddAddrAccepted}
+		if usesMptcpd(h) {
+			// The endpoints are mptcpd's to add (pathManagers).
+			hc.Endpoints, hc.LateEndpoints = "none", false
+		}
 		for _, p := range h.Paths {
 			hc.Paths = append(hc.Paths, p.LinkIndex)
 			hc.Backup = append(hc.Backup, p.Backup)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpd"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
@@ -42,6 +44,36 @@ func Up(ctx context.Context, f *scenario.File, caseID string, id RunID, ready fu
 		return err
 	}
 	defer n.Close()
+	pm := &pathManagers{}
+	defer pm.stop()
+	var pmCmds []string
+	for h, host := range c.Scenario.Hosts {
+		if !usesMptcpd(host) {
+			continue
+		}
+		logs, err := os.MkdirTemp("", "mptcp-lab-mptcpd-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(logs)
+		if host.JoinAfter > 0 {
+			for _, ns := range n.Hosts[h] {
+				cmd, err := mptcpd.Command(mptcpdOptions(host, ns, logs))
+				if err != nil {
+					return err
+				}
+				pmCmds = append(pmCmds, fmt.Sprintf("join, %v after the flows start: %s", host.JoinAfter, cmd))
+			}
+			continue
+		}
+		cmds, err := pm.start(c.Scenario, n, h, logs)
+		if err != nil {
+			return err
+		}
+		for _, cmd := range cmds {
+			pmCmds = append(pmCmds, "running (path manager of "+host.Name+"): "+cmd)
+		}
+	}
 	info := &UpInfo{Case: c.ID, Scenario: c.Scenario, Net: n, CCs: ccs.Loaded()}
 	for m, ns := range n.Servers {
 		s, err := xfer.Listen(ns, netip.AddrPortFrom(n.ServerAddr(m), 5000), true)
@@ -60,8 +92,9 @@ func Up(ctx context.Context, f *scenario.File, caseID string, id RunID, ready fu
 				"client: "+strings.Join(fi.iperfClientArgv(c.Scenario.Record.Sample, c.Scenario.Record.Warmup), " "))
 		}
 	}
+	info.Commands = append(info.Commands, pmCmds...)
 	for h, host := range c.Scenario.Hosts {
-		if host.JoinAfter > 0 {
+		if host.JoinAfter > 0 && !usesMptcpd(host) {
 			for _, cmd := range n.EndpointCommands(h) {
 				info.Commands = append(info.Commands, fmt.Sprintf("join, %v after the flows start: %s", host.JoinAfter, cmd))
 			}

@@ -35,6 +35,7 @@ type rawLink struct {
 
 type rawMPTCP struct {
 	Endpoints       string `yaml:"endpoints"`
+	PathManager     string `yaml:"path_manager"`
 	JoinAfter       string `yaml:"join_after"`
 	Subflows        int    `yaml:"subflows"`
 	AddAddrAccepted int    `yaml:"add_addr_accepted"`

@@ -161,8 +161,8 @@ func resolveServer(e *errList, name string, rs rawServer, n *yaml.Node, p, dir s
 	if rs.Link != nil {
 		sv.Link = resolveLink(e, name, *rs.Link, fieldNode(n, "link"), p+".link", dir)
 	}
-	if rs.MPTCP.Endpoints != "" || rs.MPTCP.AddAddrAccepted != 0 {
-		e.add(fieldNode(n, "mptcp"), p+".mptcp", "servers take only subflows: (their limit); endpoints are a host setting")
+	if rs.MPTCP.Endpoints != "" || rs.MPTCP.AddAddrAccepted != 0 || rs.MPTCP.PathManager != "" {
+		e.add(fieldNode(n, "mptcp"), p+".mptcp", "servers take only subflows: (their limit); endpoints and path_manager are host settings")
 	}
 	if sv.MaxSubflows < 0 || sv.MaxSubflows > 8 {
 		e.add(fieldNode(n, "mptcp"), p+".mptcp.subflows", "%d: want 0 to 8", sv.MaxSubflows)
@@ -192,7 +192,7 @@ func resolveHosts(e *errList, s *Scenario, root *yaml.Node, r *rawScenario, link
 }
 
 func resolveHost(e *errList, name string, rh rawHost, n *yaml.Node, p string, links map[string]int) Host {
-	h := Host{Name: name, Count: rh.Count, Endpoints: rh.MPTCP.Endpoints,
+	h := Host{Name: name, Count: rh.Count, Endpoints: rh.MPTCP.Endpoints, PathManager: rh.MPTCP.PathManager,
 		MaxSubflows: rh.MPTCP.Subflows, AddAddrAccepted: rh.MPTCP.AddAddrAccepted}
 	if h.Count == 0 {
 		h.Count = 1
@@ -222,6 +222,25 @@ func resolveHostMPTCP(e *errList, h *Host, rh rawHost, n *yaml.Node, p string) {
 	case "subflow", "fullmesh", "none":
 	default:
 		e.add(n, p+".endpoints", "%q: want subflow (default), fullmesh or none", h.Endpoints)
+	}
+	switch h.PathManager {
+	case "":
+		h.PathManager = "kernel"
+	case "kernel":
+	case "mptcpd":
+		// mptcpd's addr_adv gives every address of the host one set of
+		// flags, taken from endpoints:.
+		if h.Endpoints == "none" {
+			e.add(n, p+".path_manager", "mptcpd adds an endpoint for every address, which endpoints: none forbids: drop one of the two")
+		}
+		for i, hp := range h.Paths {
+			if hp.Backup {
+				e.add(n, p+".path_manager", "paths[%d] is a backup path, but mptcpd gives every address the same flags: use path_manager: kernel for backup paths", i)
+				break
+			}
+		}
+	default:
+		e.add(n, p+".path_manager", "%q: want kernel (default: endpoints added with ip mptcp) or mptcpd", h.PathManager)
 	}
 	if rh.MPTCP.JoinAfter != "" {
 		d, err := ParseDuration(rh.MPTCP.JoinAfter)

@@ -62,6 +62,7 @@ type Host struct {
 	Count           int
 	Paths           []HostPath
 	Endpoints       string        // subflow, fullmesh, none
+	PathManager     string        // kernel (endpoints added with ip mptcp) or mptcpd (its addr_adv plugin adds them)
 	JoinAfter       time.Duration // 0: endpoints from the start; else added this long into the repetition
 	MaxSubflows     int
 	AddAddrAccepted int

@@ -96,6 +96,9 @@ func TestParseGood(t *testing.T) {
 		t.Errorf("case ids %v", ids)
 	}
 	c := f.Cases[3].Scenario
+	if pm := c.Hosts[0].PathManager; pm != "kernel" {
+		t.Errorf("path_manager defaults to %q, want kernel", pm)
+	}
 	if c.Links[0].Delay != 40*time.Millisecond || c.Links[1].Delay != 40*time.Millisecond {
 		t.Errorf("sweep did not set both delays: %+v", c.Links)
 	}
@@ -160,6 +163,10 @@ func TestParseErrors(t *testing.T) {
 		{"join_after unit", "join_after: 2s->join_after: 2", []string{"hosts.h.mptcp.join_after"}},
 		{"join_after negative", "join_after: 2s->join_after: -2s", []string{"hosts.h.mptcp.join_after", "negative"}},
 		{"join_after nothing to join", "endpoints: fullmesh,->endpoints: none,", []string{"hosts.h.mptcp.join_after", "nothing would join"}},
+		{"path_manager", "endpoints: fullmesh,->endpoints: fullmesh, path_manager: daemon,", []string{"hosts.h.mptcp.path_manager", `"daemon": want kernel (default`}},
+		{"mptcpd with backup", "endpoints: fullmesh,->endpoints: fullmesh, path_manager: mptcpd,", []string{"hosts.h.mptcp.path_manager", "paths[1] is a backup path"}},
+		{"mptcpd without endpoints", "mptcp: {endpoints: fullmesh, join_after: 2s}->mptcp: {endpoints: none, path_manager: mptcpd}", []string{"hosts.h.mptcp.path_manager", "endpoints: none forbids"}},
+		{"path_manager on a server", "s: {link: {rate: 20Mbit}}->s: {link: {rate: 20Mbit}, mptcp: {path_manager: mptcpd}}", []string{"servers.s.mptcp", "path_manager are host settings"}},
 		{"count", "count: 2->count: 300", []string{"hosts.h.count"}},
 		{"sample", "sample: 50ms->sample: 1ms", []string{"record.sample"}},
 		{"no name", "name: t->description: t", []string{"name", "required"}},
