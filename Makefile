@@ -28,6 +28,12 @@ export BPF2GO_STRIP := llvm-strip-19
 
 .PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce
 
+# What the binaries say they are (`mptcp-cc version`): the git state built.
+VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
+GIT_DESCRIBE := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_COMMIT   := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS      := $(if $(GIT_COMMIT),-X $(VERSION_PKG).Version=$(GIT_DESCRIBE) -X $(VERSION_PKG).Commit=$(GIT_COMMIT))
+
 all: build
 
 # Debian packages first; then Go, which Debian 12 only has as 1.19: when `go`
@@ -54,8 +60,10 @@ $(GEN_STAMP): $(BPF_SRC) $(VMLINUX) $(GEN_FILES)
 
 generate: $(GEN_STAMP)
 
+# Static (CGO_ENABLED=0): nothing here needs cgo, and a static binary runs
+# on any Linux of the architecture, as the Debian package's must.
 build: generate
-	$(GO) build -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 # Man pages and shell completions, generated from the commands' own
 # definitions (internal/cli), so they cannot drift from the flags.
@@ -112,3 +120,4 @@ reproduce-%: build
 		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
 	done
 	bin/mptcp-lab report docs/results/$*.report.yaml --results $(REPRO_OUT)
+
