@@ -2,6 +2,7 @@
 #
 #   make deps    install every system package the project needs (idempotent)
 #   make build   bin/mptcp-cc, bin/mptcp-lab, bin/mptcp-xfer
+#   make deb     mptcp-cc_VERSION_ARCH.deb, the Debian package (docs/package.md)
 #   make test    the whole test suite (root: it loads BPF and builds namespaces)
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
@@ -26,7 +27,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce deb
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -121,3 +122,23 @@ reproduce-%: build
 	done
 	bin/mptcp-lab report docs/results/$*.report.yaml --results $(REPRO_OUT)
 
+# The Debian package (docs/package.md): the three commands, the systemd unit,
+# a default configuration, docs, man pages and completions. Its binaries are
+# linked apart from bin/, without symbols (-s -w) as Debian ships them; the
+# compiled packages are bin/'s, from the build cache. DEB_VERSION defaults
+# to one made from git describe (deploy/debian/version.sh); DEB_OUT is where
+# the .deb goes, DEB_STAGE the scratch directory.
+DEB_OUT        ?= .
+DEB_STAGE      ?= build/deb
+DEB_VERSION    ?=
+DEB_ARCH       ?= $(shell dpkg --print-architecture 2>/dev/null)
+DEB_MAINTAINER ?= mptcp-cc maintainers <maintainers@users.noreply.a-seed-3ba4fe33.example>
+DEB_CMDS       := ./cmd/mptcp-cc ./cmd/mptcp-lab ./cmd/mptcp-xfer
+
+deb: generate gen-docs
+	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed: build on Debian, or set DEB_ARCH"; exit 1; }
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DEB_STAGE)/bin/ $(DEB_CMDS)
+	@v='$(DEB_VERSION)'; [ -n "$$v" ] || v=$$(deploy/debian/version.sh) || exit 1; \
+	DEB_VERSION="$$v" DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+	DEB_BIN='$(DEB_STAGE)/bin' DEB_DOCS=build DEB_STAGE='$(DEB_STAGE)' DEB_OUT='$(DEB_OUT)' \
+	GO='$(GO)' deploy/debian/build.sh
