@@ -133,12 +133,11 @@ DEB_STAGE      ?= build/deb
 DEB_VERSION    ?=
 DEB_ARCH       ?= $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MAINTAINER ?= mptcp-cc maintainers <maintainers@users.noreply.a-seed-3ba4fe33.example>
-DEB_CMDS       := ./cmd/mptcp-cc ./cmd/mptcp-lab ./cmd/mptcp-xfer
 
 deb: generate gen-docs
 	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed: build on Debian, or set DEB_ARCH"; exit 1; }
-	CGO_ENABLED=0 $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DEB_STAGE)/bin/ $(DEB_CMDS)
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DEB_STAGE)/bin/ $(addprefix ./cmd/,$(BINARIES))
 	@v='$(DEB_VERSION)'; [ -n "$$v" ] || v=$$(deploy/debian/version.sh) || exit 1; \
-	DEB_VERSION="$$v" DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+	DEB_PROGS='$(BINARIES)' DEB_VERSION="$$v" DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
 	DEB_BIN='$(DEB_STAGE)/bin' DEB_DOCS=build DEB_STAGE='$(DEB_STAGE)' DEB_OUT='$(DEB_OUT)' \
 	GO='$(GO)' deploy/debian/build.sh

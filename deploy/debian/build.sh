@@ -3,7 +3,8 @@
 # it, from the top of the source tree, with these variables set:
 #
 #   DEB_VERSION DEB_ARCH DEB_MAINTAINER   control fields
-#   DEB_BIN    directory with the static mptcp-cc, mptcp-lab, mptcp-xfer
+#   DEB_PROGS  the commands (mptcp-cc mptcp-lab mptcp-xfer)
+#   DEB_BIN    directory with their static binaries
 #   DEB_DOCS   where `make gen-docs` wrote man/ and completions/
 #   DEB_STAGE  scratch directory (emptied)
 #   DEB_OUT    where the .deb goes
@@ -12,7 +13,7 @@
 # No debhelper: dpkg-deb only, which every Debian system has.
 set -eu
 
-progs="mptcp-cc mptcp-lab mptcp-xfer"
+progs=$DEB_PROGS
 pkg=deploy/debian
 root=$DEB_STAGE/root
 doc=$root/usr/share/doc/mptcp-cc
