@@ -2,6 +2,7 @@
 #
 #   make deps    install every system package the project needs (idempotent)
 #   make build   bin/mptcp-cc, bin/mptcp-lab, bin/mptcp-xfer
+#   make deb     mptcp-cc_VERSION_ARCH.deb, the Debian package (docs/package.md)
 #   make test    the whole test suite (root: it loads BPF and builds namespaces)
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
@@ -26,7 +27,13 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce deb
+
+# What the binaries say they are (`mptcp-cc version`): the git state built.
+VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
+GIT_DESCRIBE := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_COMMIT   := $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS      := $(if $(GIT_COMMIT),-X $(VERSION_PKG).Version=$(GIT_DESCRIBE) -X $(VERSION_PKG).Commit=$(GIT_COMMIT))
 
 all: build
 
@@ -54,8 +61,10 @@ $(GEN_STAMP): $(BPF_SRC) $(VMLINUX) $(GEN_FILES)
 
 generate: $(GEN_STAMP)
 
+# Static (CGO_ENABLED=0): nothing here needs cgo, and a static binary runs
+# on any Linux of the architecture, as the Debian package's must.
 build: generate
-	$(GO) build -o bin/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 # Man pages and shell completions, generated from the commands' own
 # definitions (internal/cli), so they cannot drift from the flags.
@@ -114,3 +123,23 @@ reproduce-%: build
 		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
 	done
 	bin/mptcp-lab report docs/results/$*.report.yaml --results $(REPRO_OUT)
+
+# The Debian package (docs/package.md): the three commands, the systemd unit,
+# a default configuration, docs, man pages and completions. Its binaries are
+# linked apart from bin/, without symbols (-s -w) as Debian ships them; the
+# compiled packages are bin/'s, from the build cache. DEB_VERSION defaults
+# to one made from git describe (deploy/debian/version.sh); DEB_OUT is where
+# the .deb goes, DEB_STAGE the scratch directory.
+DEB_OUT        ?= .
+DEB_STAGE      ?= build/deb
+DEB_VERSION    ?=
+DEB_ARCH       ?= $(shell dpkg --print-architecture 2>/dev/null)
+DEB_MAINTAINER ?= mptcp-cc maintainers <maintainers@users.noreply.a-seed-3ba4fe33.example>
+
+deb: generate gen-docs
+	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed: build on Debian, or set DEB_ARCH"; exit 1; }
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DEB_STAGE)/bin/ $(addprefix ./cmd/,$(BINARIES))
+	@v='$(DEB_VERSION)'; [ -n "$$v" ] || v=$$(deploy/debian/version.sh) || exit 1; \
+	DEB_PROGS='$(BINARIES)' DEB_VERSION="$$v" DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+	DEB_BIN='$(DEB_STAGE)/bin' DEB_DOCS=build DEB_STAGE='$(DEB_STAGE)' DEB_OUT='$(DEB_OUT)' \
+	GO='$(GO)' deploy/debian/build.sh
