@@ -3,7 +3,8 @@
 # push and roll it out; deploy/kubernetes/image_test.go checks this file.
 #
 #   docker build -t mptcp-cc:dev .
-#   docker build --build-arg VERSION=v1.2.3 -t registry.example/mptcp-cc:v1.2.3 .
+#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#     --build-arg REVISION=$(git rev-parse HEAD) -t registry.example/mptcp-cc:TAG .
 #
 # The build must run on a Linux host whose kernel has BTF
 # (/sys/kernel/btf/vmlinux): `make generate` dumps vmlinux.h from it. The BPF
@@ -27,11 +28,13 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 
+# `make build` links statically (CGO_ENABLED=0: no libc, no ELF
+# interpreter), which is what lets the runtime stage be empty. The context
+# has no .git (.dockerignore), so the version `mptcp-cc version` reports
+# comes from these arguments instead of git describe.
 ARG VERSION=dev
-# CGO_ENABLED=0: a static binary (no libc, no ELF interpreter), the only
-# thing the runtime stage has. The version goes into mptcp_cc_build_info.
-RUN CGO_ENABLED=0 GOFLAGS="-trimpath -ldflags=-X=github.com/mptcp-cc/mptcp-cc/pkg/metrics.Version=${VERSION}" \
-    make build
+ARG REVISION=unknown
+RUN make build GIT_DESCRIBE="${VERSION}" GIT_COMMIT="${REVISION}"
 
 # ---- runtime: the binary and nothing else ----------------------------------
 # No shell, no libc, no package manager, no CA certificates: the agent opens

@@ -111,10 +111,7 @@ func copyArgs(in dockerInstr) (flags map[string]string, srcs []string, dst strin
 
 func readDockerfile(t *testing.T) (build, runtime dockerStage) {
 	t.Helper()
-	data, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := repoFile(t, "Dockerfile")
 	stages, err := parseDockerfile(data)
 	if err != nil {
 		t.Fatalf("Dockerfile: %v", err)
@@ -125,13 +122,20 @@ func readDockerfile(t *testing.T) (build, runtime dockerStage) {
 	return stages[0], stages[1]
 }
 
-// goVersion is go.mod's go directive, major.minor.
-func goVersion(t *testing.T) string {
+// repoFile reads a file at the repository's root.
+func repoFile(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../../go.mod")
+	data, err := os.ReadFile(filepath.Join("..", "..", name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return data
+}
+
+// goVersion is go.mod's go directive, major.minor.
+func goVersion(t *testing.T) string {
+	t.Helper()
+	data := repoFile(t, "go.mod")
 	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(data)
 	if m == nil {
 		t.Fatal("go.mod has no go directive")
@@ -142,10 +146,7 @@ func goVersion(t *testing.T) string {
 // debPackages is the Makefile's DEB_PACKAGES, what `make deps` installs.
 func debPackages(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile("../../Makefile")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := repoFile(t, "Makefile")
 	m := regexp.MustCompile(`(?m)^DEB_PACKAGES\s*:=((?:.*\\\n)*.*)`).FindSubmatch(data)
 	if m == nil {
 		t.Fatal("the Makefile has no DEB_PACKAGES")
@@ -192,14 +193,28 @@ func TestDockerfileBuildStage(t *testing.T) {
 		}
 		if strings.Contains(in.args, "make build") {
 			built = true
-			if !strings.Contains(in.args, "CGO_ENABLED=0") {
-				t.Errorf("line %d: `make build` without CGO_ENABLED=0 links against libc, which the runtime image does not have", in.line)
+			if strings.Contains(in.args, "CGO_ENABLED=1") {
+				t.Errorf("line %d: `make build` with cgo links against libc, which the runtime image does not have", in.line)
 			}
 		}
 	}
 	if !built {
 		t.Error("the build stage does not run `make build`, the project's one way to build (it generates the BPF objects first)")
 	}
+	if recipe := makeRecipe(t, "build"); !strings.Contains(recipe, "CGO_ENABLED=0") {
+		t.Errorf("the Makefile's build recipe does not set CGO_ENABLED=0, so the image's binary would need libc:\n%s", recipe)
+	}
+}
+
+// makeRecipe returns the recipe lines of a Makefile target.
+func makeRecipe(t *testing.T, target string) string {
+	t.Helper()
+	data := repoFile(t, "Makefile")
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:.*\n((?:\t.*\n)*)`).FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("the Makefile has no %s target", target)
+	}
+	return string(m[1])
 }
 
 // workdir is the build stage's last WORKDIR, where `make build` runs.
@@ -280,10 +295,7 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 // .dockerignore keeps local outputs out of the build context but nothing
 // the build needs.
 func TestDockerignore(t *testing.T) {
-	data, err := os.ReadFile("../../.dockerignore")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := repoFile(t, ".dockerignore")
 	var patterns []string
 	for _, l := range strings.Split(string(data), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
@@ -305,7 +317,7 @@ func TestDockerignore(t *testing.T) {
 			t.Errorf(".dockerignore leaves %s out of the build context; `make build` needs it", need)
 		}
 	}
-	for _, junk := range []string{".git", "bin/mptcp-cc", ".generated", "pkg/cc/lia_bpfel.o", "bpf/include/vmlinux.h"} {
+	for _, junk := range []string{".git", "bin/mptcp-cc", "build/man", ".generated", "pkg/cc/lia_bpfel.o", "bpf/include/vmlinux.h"} {
 		if !ignored(junk) {
 			t.Errorf(".dockerignore does not leave out %s: a local build's output would reach the image's build instead of being made from the sources", junk)
 		}
