@@ -98,7 +98,7 @@ var capEffective = kernel.EffectiveCapabilities
 
 // ErrNotPrivileged is returned when the daemon lacks the capabilities to
 // load BPF and attach to cgroups.
-var ErrNotPrivileged = errors.New("needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON and CAP_SYS_ADMIN)")
+var ErrNotPrivileged = errors.New("needs root (or CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)")
 
 func checkPrivileges() error {
 	eff, err := capEffective()
@@ -108,7 +108,7 @@ func checkPrivileges() error {
 	if kernel.Sufficient(eff) {
 		return nil
 	}
-	return fmt.Errorf("mptcp-cc serve %w: it loads BPF congestion controls and attaches cgroup programs; run it as root or from the systemd unit (deploy/mptcp-cc.service)", ErrNotPrivileged)
+	return fmt.Errorf("mptcp-cc serve %w: it loads BPF congestion controls and attaches cgroup programs; run it as root, from the systemd unit (deploy/mptcp-cc.service) or with the capabilities of deploy/kubernetes/daemonset.yaml", ErrNotPrivileged)
 }
 
 // action records what the daemon did with one configured item.
