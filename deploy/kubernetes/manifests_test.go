@@ -35,10 +35,15 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
-// The image's binary is static, so the binary these tests build and run
-// must be too: testenv.Binary's `go build` inherits this.
+// testVersion is stamped into the binary as the image's VERSION build
+// argument stamps it (make build's ldflags).
+const testVersion = "v0.0.0-k8stest"
+
+// The image's binary is static and stamped, so the binary these tests build
+// and run must be too: testenv.Binary's `go build` inherits these.
 func TestMain(m *testing.M) {
 	os.Setenv("CGO_ENABLED", "0")
+	os.Setenv("GOFLAGS", "-ldflags=-X=github.com/mptcp-cc/mptcp-cc/internal/version.Version="+testVersion)
 	testenv.Main(m)
 }
 

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -116,6 +117,30 @@ func (p *pod) stop(grace time.Duration) (time.Duration, int) {
 		p.t.Fatalf("the daemon did not stop within the grace period (%v): the kubelet would kill it:\n%s", grace, p.out.String())
 	}
 	return time.Since(start), p.cmd.ProcessState.ExitCode()
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get(addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scraping %s: %s %v", addr, resp.Status, err)
+	}
+	return string(b)
+}
+
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // procStatus returns fields of /proc/PID/status.
@@ -268,6 +293,10 @@ func TestPodRunsWithOnlyItsCapabilities(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("probe %s: %s", probe.HTTPGet.Path, resp.Status)
 		}
+	}
+	// What tells an operator which nodes a rollout has reached.
+	if m := scrape(t, addr); !strings.Contains(m, `mptcp_cc_build_info{version="`+testVersion+`"`) {
+		t.Errorf("mptcp_cc_build_info does not carry the stamped version %s:\n%s", testVersion, grepLines(m, "mptcp_cc_build_info"))
 	}
 	if !cc.IsRegistered(name) || rules() != 1 {
 		t.Fatalf("with the DaemonSet's capabilities: registered %v, policy rules %d; want true, 1:\n%s", cc.IsRegistered(name), rules(), first.out.String())

@@ -26,15 +26,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/version"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 // DefaultMaxSubflows is the default bound on per-subflow series.
 const DefaultMaxSubflows = 4096
 
-// Version is the build's version, set with
-// -ldflags "-X github.com/mptcp-cc/mptcp-cc/pkg/metrics.Version=v1.2.3".
-var Version = "dev"
+// Version is the build's version: what `make build` stamps into
+// internal/version (git describe, or the image's VERSION build argument),
+// so mptcp_cc_build_info tells which nodes a rollout has reached.
+var Version = version.Version
 
 const ns = "mptcp_cc"
 
@@ -377,7 +379,12 @@ func b2f(b bool) float64 {
 	return 0
 }
 
+// revision is the stamped commit, else the one Go recorded (none in an
+// image: its build context has no .git).
 var revision = func() string {
+	if version.Commit != "unknown" {
+		return version.Commit
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" {
