@@ -634,6 +634,13 @@ func TestSecurityContext(t *testing.T) {
 	} else if add := slices.Sorted(slices.Values(sc.Capabilities.Add)); !slices.Equal(add, slices.Sorted(slices.Values(wantCaps))) {
 		t.Errorf("capabilities added: %v, want %v (deploy/kubernetes/daemonset.yaml says why)", add, wantCaps)
 	}
+	// docs/fleet.md's table says what each one is for.
+	fleet := string(repoFile(t, "docs/fleet.md"))
+	for _, c := range wantCaps {
+		if !strings.Contains(fleet, "| `CAP_"+string(c)+"` |") {
+			t.Errorf("docs/fleet.md's capability table does not explain CAP_%s", c)
+		}
+	}
 	if sc.RunAsUser == nil || sc.RunAsGroup == nil {
 		t.Error("runAsUser and runAsGroup: the image's USER, explicitly (Kubernetes grants added capabilities to uid 0 only)")
 	}
