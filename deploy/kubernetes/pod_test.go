@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,25 +42,8 @@ exec prlimit --memlock=65536 -- setpriv --no-new-privs --inh-caps=-all --boundin
 type pod struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  testenv.SyncBuffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // records returns the daemon's log records (the DaemonSet asks for JSON).

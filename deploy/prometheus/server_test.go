@@ -1,7 +1,6 @@
 package prometheus_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,24 +65,6 @@ func startDaemon(t *testing.T, root, algo, name string) string {
 	return ""
 }
 
-// syncBuffer collects a process's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // freePort returns a loopback port nothing listens on now. Prometheus
 // cannot be told to pick one and report it, so there is a window in which
 // something else may take it: startPrometheus tries again then.
@@ -100,7 +80,7 @@ func freePort(t *testing.T) int {
 
 type promServer struct {
 	base string // http://127.0.0.1:PORT
-	log  *syncBuffer
+	log  *testenv.SyncBuffer
 }
 
 // startPrometheus runs Debian's prometheus with every rule file of this
@@ -133,7 +113,7 @@ scrape_configs:
 	}
 	for attempt := 1; ; attempt++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		log := &syncBuffer{}
+		log := &testenv.SyncBuffer{}
 		cmd := exec.Command(bin, "--config.file="+cfgPath,
 			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data%d", attempt)),
 			"--web.listen-address="+addr)

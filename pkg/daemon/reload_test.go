@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -189,24 +188,6 @@ func TestReloadCollector(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the test reads while the daemon writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A reload that fails half-way takes back what it did: the algorithm it
 // loaded is unloaded, the one it replaced is loaded again as it was, the
 // parameters it changed are restored; the running configuration stays.
@@ -226,7 +207,7 @@ func TestReloadUndo(t *testing.T) {
 	fp := newFake()
 	fp.failOn = added
 
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	reload := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
