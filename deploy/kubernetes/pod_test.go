@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,8 @@ func (p *pod) stop(grace time.Duration) (time.Duration, int) {
 	return time.Since(start), p.cmd.ProcessState.ExitCode()
 }
 
+var buildInfo = regexp.MustCompile(`(?m)^mptcp_cc_build_info\{.*$`)
+
 func scrape(t *testing.T, addr string) string {
 	t.Helper()
 	resp, err := http.Get(addr + "/metrics")
@@ -113,16 +116,6 @@ func scrape(t *testing.T, addr string) string {
 		t.Fatalf("scraping %s: %s %v", addr, resp.Status, err)
 	}
 	return string(b)
-}
-
-func grepLines(text, substr string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // procStatus returns fields of /proc/PID/status.
@@ -277,8 +270,8 @@ func TestPodRunsWithOnlyItsCapabilities(t *testing.T) {
 		}
 	}
 	// What tells an operator which nodes a rollout has reached.
-	if m := scrape(t, addr); !strings.Contains(m, `mptcp_cc_build_info{version="`+testVersion+`"`) {
-		t.Errorf("mptcp_cc_build_info does not carry the stamped version %s:\n%s", testVersion, grepLines(m, "mptcp_cc_build_info"))
+	if info := buildInfo.FindString(scrape(t, addr)); !strings.Contains(info, `version="`+testVersion+`"`) {
+		t.Errorf("mptcp_cc_build_info does not carry the stamped version %s: %q", testVersion, info)
 	}
 	if !cc.IsRegistered(name) || rules() != 1 {
 		t.Fatalf("with the DaemonSet's capabilities: registered %v, policy rules %d; want true, 1:\n%s", cc.IsRegistered(name), rules(), first.out.String())
