@@ -63,10 +63,13 @@ static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
-	/* In slow start, grow to twice what was in flight (as the kernel does). */
+	/* The kernel's tcp_is_cwnd_limited: limited in this window, or in
+	 * slow start while under twice what was in flight. */
+	if (BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited))
+		return true;
 	if (tcp_in_slow_start(tp))
 		return tp->snd_cwnd < 2 * tp->max_packets_out;
-	return BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited);
+	return false;
 }
 
 /* Reno's window after a loss: half, at least two packets. */
