@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
@@ -20,7 +21,7 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *algo == "" {
-			return fmt.Errorf("--algo is required: one of %s", joinNames())
+			return cli.Usagef("--algo is required: one of %s", joinNames())
 		}
 		a, err := cc.Lookup(*algo)
 		if err != nil {
@@ -47,13 +48,15 @@ func cmdUnload(fs *flag.FlagSet) cli.Action {
 		target := *name
 		if target == "" {
 			if *algo == "" {
-				return fmt.Errorf("say what to unload: --algo NAME or --name CCNAME")
+				return cli.Usagef("say what to unload: --algo NAME or --name CCNAME")
 			}
 			a, err := cc.Lookup(*algo)
 			if err != nil {
 				return err
 			}
 			target = a.DefaultName()
+		} else if err := checkPinName(target); err != nil {
+			return err
 		}
 		if err := cc.Unload(target, *root); err != nil {
 			return err
@@ -138,6 +141,16 @@ func cmdAlgorithms(fs *flag.FlagSet) cli.Action {
 		}
 		return t.Flush()
 	}
+}
+
+// checkPinName refuses an --name that cannot be a congestion control (the
+// kernel's limit is 15 characters) or that would name a path outside the
+// pin root once joined to it (../x).
+func checkPinName(name string) error {
+	if len(name) > 15 || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("--name %q is not a congestion control name (1 to 15 characters, no '/'): `mptcp-cc list` shows the loaded ones", name)
+	}
+	return nil
 }
 
 func joinNames() string {

@@ -61,10 +61,10 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *cgroup == "" {
-			return errors.New("--cgroup is required")
+			return cli.Usagef("--cgroup is required")
 		}
 		if *algo == "" {
-			return fmt.Errorf("--algo is required: one of %s, or a registered congestion control", joinNames())
+			return cli.Usagef("--algo is required: one of %s, or a registered congestion control", joinNames())
 		}
 		prefix, err := parsePrefix(*dst)
 		if err != nil {
@@ -100,7 +100,7 @@ func cmdPolicyDetach(fs *flag.FlagSet) cli.Action {
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *cgroup == "" {
-			return errors.New("--cgroup is required")
+			return cli.Usagef("--cgroup is required")
 		}
 		switch {
 		case *algo != "" && *rule != 0:

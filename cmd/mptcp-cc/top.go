@@ -36,6 +36,9 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 		if err := events.SortConns(nil, *sortBy); err != nil {
 			return fmt.Errorf("--sort: %v", err)
 		}
+		if *keepClosed < 0 {
+			return fmt.Errorf("--closed %d: want how many closed connections to show, 0 or more", *keepClosed)
+		}
 		if *interval < 10*time.Millisecond {
 			return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
 		}
