@@ -72,7 +72,7 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 	return func(_ []string, out io.Writer) error {
 		snap, err := stats.Pinned{Root: *root}.Read()
 		if err != nil {
-			return err
+			return needsRoot(err, *root)
 		}
 		loaded := snap.Loaded
 		if *asJSON {

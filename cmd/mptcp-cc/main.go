@@ -4,7 +4,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
@@ -44,6 +46,16 @@ func main() {
 		os.Args[1] = "version"
 	}
 	app.Main()
+}
+
+// needsRoot adds the fix to a permission error on the pins: they are
+// root's alone on purpose (docs/daemon.md, "What an unprivileged local user
+// can see or change").
+func needsRoot(err error, root string) error {
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("reading the pins under %s needs root (CAP_BPF and CAP_SYS_ADMIN; without root, the metrics on loopback show the same numbers): %w", root, err)
+	}
+	return err
 }
 
 // pinRootFlag is shared by every command that touches pins.

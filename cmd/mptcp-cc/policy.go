@@ -132,7 +132,7 @@ func cmdPolicyList(fs *flag.FlagSet) cli.Action {
 	return func(_ []string, out io.Writer) error {
 		list, err := policy.List(*root)
 		if err != nil {
-			return err
+			return needsRoot(err, *root)
 		}
 		if *asJSON {
 			if list == nil {

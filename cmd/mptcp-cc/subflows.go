@@ -23,7 +23,7 @@ func cmdSubflows(fs *flag.FlagSet) cli.Action {
 		for {
 			snap, err := stats.Pinned{Root: *root}.Read()
 			if err != nil {
-				return err
+				return needsRoot(err, *root)
 			}
 			subs := snap.Subflows
 			if *asJSON {

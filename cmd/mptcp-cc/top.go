@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,10 +44,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 		// Fail early with the map error (not root, nothing loaded ...).
 		src := stats.Pinned{Root: *root}
 		if _, err := src.Read(); err != nil {
-			if errors.Is(err, os.ErrPermission) {
-				return fmt.Errorf("reading the pinned maps under %s needs root (CAP_BPF and CAP_SYS_ADMIN): %w", *root, err)
-			}
-			return err
+			return needsRoot(err, *root)
 		}
 
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
