@@ -13,7 +13,6 @@ import (
 // run id is part of the paths `clean` removes: "..", or a '/', must be
 // refused before anything is touched.
 func TestBadInput(t *testing.T) {
-	bpffs := filepath.Dir(testkernel.PinRoot(t))
 	dir := t.TempDir()
 	badFile := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(badFile, []byte("name: x\nlinks: {a: {rate: fast}}\n"), 0o644); err != nil {
@@ -21,7 +20,7 @@ func TestBadInput(t *testing.T) {
 	}
 	smoke := "../../testdata/scenarios/smoke.yaml"
 	bad := testkernel.Bad
-	testkernel.CheckBadArgs(t, binary, bpffs, nil, []testkernel.BadArgs{
+	testkernel.CheckBadArgs(t, binary, testkernel.PinRoot(t), nil, []testkernel.BadArgs{
 		bad(2, []string{"runn"}, `unknown command "runn"`),
 		bad(2, []string{"run"}, "no scenario file"),
 		bad(2, []string{"run", smoke, "--reps", "many"}, `invalid value "many" for flag -reps`),

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
@@ -11,11 +10,10 @@ import (
 // Both sides fed invalid values: exit 2 for a wrong command line, 1 for a
 // value refused, a message naming the flag and what it wants, nothing left.
 func TestBadInput(t *testing.T) {
-	bpffs := filepath.Dir(testkernel.PinRoot(t))
 	bin := testenv.Binary(t, ".")
 	noNS := testenv.Unique("mptcp-xfer-none-")
 	bad := testkernel.Bad
-	testkernel.CheckBadArgs(t, bin, bpffs, nil, []testkernel.BadArgs{
+	testkernel.CheckBadArgs(t, bin, testkernel.PinRoot(t), nil, []testkernel.BadArgs{
 		bad(2, []string{"serve"}, `unknown command "serve"`),
 		bad(2, []string{"server"}, "want --listen ADDR:PORT"),
 		bad(2, []string{"server", "--listen", "127.0.0.1:0", "--verbose"}, "flag provided but not defined: -verbose"),

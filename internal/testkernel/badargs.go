@@ -26,11 +26,12 @@ func Bad(code int, args []string, want ...string) BadArgs {
 
 // CheckBadArgs runs bin (testenv.Binary) with every case's arguments and
 // env added to the environment. Each case must exit with its code, say
-// what it wants, and leave nothing behind: bpffs (the mount PinRoot made,
-// its parent directory) holds no pin, and no congestion control or network
-// namespace appeared that the command could have made.
-func CheckBadArgs(t *testing.T, bin, bpffs string, env []string, cases []BadArgs) {
+// what it wants, and leave nothing behind: the bpffs of root (what PinRoot
+// returned) holds no pin, and no congestion control or network namespace
+// appeared that the command could have made.
+func CheckBadArgs(t *testing.T, bin, root string, env []string, cases []BadArgs) {
 	t.Helper()
+	bpffs := filepath.Dir(root)
 	for _, c := range cases {
 		ccs, nss := registered(t), namespaces(t)
 		cmd := exec.Command(bin, c.Args...)
