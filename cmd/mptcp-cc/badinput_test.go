@@ -22,6 +22,7 @@ func TestBadInput(t *testing.T) {
 	bin := testenv.Binary(t, ".")
 	cg := testkernel.Cgroup(t, "")
 	noNS := testenv.Unique("mptcp-cc-none-")
+	notBPFFS := t.TempDir() // must stay empty: nothing is created before the check
 	const long = "much_too_long_a_name"
 	env := []string{"MPTCP_CC_BPFFS=" + root, "MPTCP_CC_POLICY_BPFFS=" + filepath.Join(bpffs, "policy")}
 	bad := testkernel.Bad
@@ -37,6 +38,10 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"load", "--algo", "lia", "--nope"}, "flag provided but not defined: -nope"),
 		bad(2, []string{"load", "--algo", "lia", "extra"}, `unexpected argument "extra"`),
 
+		bad(1, []string{"load", "--algo", "lia", "--bpffs", "relative/dir"}, `--bpffs "relative/dir" is not an absolute path`),
+		bad(1, []string{"load", "--algo", "lia", "--bpffs", notBPFFS + "/mptcp-cc"}, "is not on a bpf filesystem", "mount -t bpf"),
+		bad(1, []string{"list", "--bpffs", "relative/dir"}, "not an absolute path"),
+		bad(1, []string{"policy", "attach", "--cgroup", cg, "--algo", "reno", "--bpffs", notBPFFS + "/policy"}, "is not on a bpf filesystem"),
 		bad(2, []string{"unload"}, "say what to unload"),
 		bad(1, []string{"unload", "--algo", "nope"}, `unknown algorithm "nope"`),
 		bad(1, []string{"unload", "--name", "../../etc"}, `--name "../../etc" is not a congestion control name`),
@@ -95,6 +100,9 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"version", "--json=maybe"}, `invalid boolean value "maybe"`),
 		bad(2, []string{"version", "extra"}, `unexpected argument "extra"`),
 	})
+	if entries, _ := os.ReadDir(notBPFFS); len(entries) != 0 {
+		t.Errorf("a --bpffs off bpffs left %v", entries)
+	}
 }
 
 // What `load` and `policy attach` pin is root's alone (directories 0700,

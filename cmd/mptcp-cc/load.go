@@ -27,6 +27,9 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 		if err != nil {
 			return err
 		}
+		if err := checkPinRoot(*root, true); err != nil {
+			return err
+		}
 		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace}}
 		if err := cc.Load(a, opts); err != nil {
 			return err
@@ -58,6 +61,9 @@ func cmdUnload(fs *flag.FlagSet) cli.Action {
 		} else if err := checkPinName(target); err != nil {
 			return err
 		}
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		if err := cc.Unload(target, *root); err != nil {
 			return err
 		}
@@ -70,6 +76,9 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		snap, err := stats.Pinned{Root: *root}.Read()
 		if err != nil {
 			return needsRoot(err, *root)

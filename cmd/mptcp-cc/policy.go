@@ -73,6 +73,9 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 		if *dport > 65535 {
 			return fmt.Errorf("bad --dport %d: a port is 1 to 65535", *dport)
 		}
+		if err := checkPinRoot(*root, true); err != nil {
+			return err
+		}
 		r := policy.Rule{Cgroup: *cgroup, CC: ccName(*algo), Dst: prefix, DstPort: uint16(*dport), PlainTCP: *tcp}
 		info, err := policy.AttachRule(r, *root)
 		if err != nil {
@@ -102,6 +105,9 @@ func cmdPolicyDetach(fs *flag.FlagSet) cli.Action {
 		if *cgroup == "" {
 			return cli.Usagef("--cgroup is required")
 		}
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		switch {
 		case *algo != "" && *rule != 0:
 			return errors.New("give --algo or --rule, not both")
@@ -130,6 +136,9 @@ func cmdPolicyList(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		list, err := policy.List(*root)
 		if err != nil {
 			return needsRoot(err, *root)

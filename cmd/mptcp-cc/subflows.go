@@ -17,6 +17,9 @@ func cmdSubflows(fs *flag.FlagSet) cli.Action {
 	watch := fs.Duration("watch", 0, "refresh every DURATION until interrupted (0: once)")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		if *watch < 0 {
 			return fmt.Errorf("--watch %v: want a positive refresh interval such as 1s (0, the default: show once)", *watch)
 		}

@@ -35,6 +35,9 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 		if err := events.SortConns(nil, *sortBy); err != nil {
 			return fmt.Errorf("--sort: %v", err)
 		}
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		if *keepClosed < 0 {
 			return fmt.Errorf("--closed %d: want how many closed connections to show, 0 or more", *keepClosed)
 		}
