@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
@@ -20,10 +21,13 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *algo == "" {
-			return fmt.Errorf("--algo is required: one of %s", joinNames())
+			return cli.Usagef("--algo is required: one of %s", joinNames())
 		}
 		a, err := cc.Lookup(*algo)
 		if err != nil {
+			return err
+		}
+		if err := checkPinRoot(*root, true); err != nil {
 			return err
 		}
 		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace}}
@@ -47,13 +51,18 @@ func cmdUnload(fs *flag.FlagSet) cli.Action {
 		target := *name
 		if target == "" {
 			if *algo == "" {
-				return fmt.Errorf("say what to unload: --algo NAME or --name CCNAME")
+				return cli.Usagef("say what to unload: --algo NAME or --name CCNAME")
 			}
 			a, err := cc.Lookup(*algo)
 			if err != nil {
 				return err
 			}
 			target = a.DefaultName()
+		} else if err := checkPinName(target); err != nil {
+			return err
+		}
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
 		}
 		if err := cc.Unload(target, *root); err != nil {
 			return err
@@ -67,9 +76,12 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		snap, err := stats.Pinned{Root: *root}.Read()
 		if err != nil {
-			return err
+			return needsRoot(err, *root)
 		}
 		loaded := snap.Loaded
 		if *asJSON {
@@ -138,6 +150,16 @@ func cmdAlgorithms(fs *flag.FlagSet) cli.Action {
 		}
 		return t.Flush()
 	}
+}
+
+// checkPinName refuses an --name that cannot be a congestion control (the
+// kernel's limit is 15 characters) or that would name a path outside the
+// pin root once joined to it (../x).
+func checkPinName(name string) error {
+	if len(name) > 15 || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("--name %q is not a congestion control name (1 to 15 characters, no '/'): `mptcp-cc list` shows the loaded ones", name)
+	}
+	return nil
 }
 
 func joinNames() string {

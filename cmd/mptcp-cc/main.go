@@ -4,8 +4,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 )
@@ -44,6 +50,46 @@ func main() {
 		os.Args[1] = "version"
 	}
 	app.Main()
+}
+
+// needsRoot adds the fix to a permission error on the pins: they are
+// root's alone on purpose (docs/daemon.md, "What an unprivileged local user
+// can see or change").
+func needsRoot(err error, root string) error {
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("reading the pins under %s needs root (CAP_BPF and CAP_SYS_ADMIN; without root, the metrics on loopback show the same numbers): %w", root, err)
+	}
+	return err
+}
+
+// checkPinRoot refuses, before anything is created, a --bpffs that is
+// relative (load would make it in the current directory, list would find
+// nothing there) or, for a command that pins (creating), one that is not on
+// bpffs: the directory made before pinning failed would be left behind.
+// /sys/fs/bpf is exempt: load mounts bpffs there when nothing is.
+func checkPinRoot(root string, creating bool) error {
+	if !filepath.IsAbs(root) {
+		return fmt.Errorf("--bpffs %q is not an absolute path: give a directory on bpffs such as /sys/fs/bpf/mptcp-cc", root)
+	}
+	if !creating || strings.HasPrefix(filepath.Clean(root)+"/", "/sys/fs/bpf/") {
+		return nil
+	}
+	// The nearest existing directory says which filesystem root would be
+	// made on; one this user cannot see is left to the privilege check.
+	existing := root
+	_, err := os.Stat(existing)
+	for errors.Is(err, os.ErrNotExist) && existing != "/" {
+		existing = filepath.Dir(existing)
+		_, err = os.Stat(existing)
+	}
+	if err != nil {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(existing, &st); err == nil && st.Type != unix.BPF_FS_MAGIC {
+		return fmt.Errorf("--bpffs %s is not on a bpf filesystem: use a directory under /sys/fs/bpf, or mount one first (mount -t bpf bpf DIR)", root)
+	}
+	return nil
 }
 
 // pinRootFlag is shared by every command that touches pins.

@@ -61,10 +61,10 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *cgroup == "" {
-			return errors.New("--cgroup is required")
+			return cli.Usagef("--cgroup is required")
 		}
 		if *algo == "" {
-			return fmt.Errorf("--algo is required: one of %s, or a registered congestion control", joinNames())
+			return cli.Usagef("--algo is required: one of %s, or a registered congestion control", joinNames())
 		}
 		prefix, err := parsePrefix(*dst)
 		if err != nil {
@@ -72,6 +72,9 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 		}
 		if *dport > 65535 {
 			return fmt.Errorf("bad --dport %d: a port is 1 to 65535", *dport)
+		}
+		if err := checkPinRoot(*root, true); err != nil {
+			return err
 		}
 		r := policy.Rule{Cgroup: *cgroup, CC: ccName(*algo), Dst: prefix, DstPort: uint16(*dport), PlainTCP: *tcp}
 		info, err := policy.AttachRule(r, *root)
@@ -100,7 +103,10 @@ func cmdPolicyDetach(fs *flag.FlagSet) cli.Action {
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *cgroup == "" {
-			return errors.New("--cgroup is required")
+			return cli.Usagef("--cgroup is required")
+		}
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
 		}
 		switch {
 		case *algo != "" && *rule != 0:
@@ -130,9 +136,12 @@ func cmdPolicyList(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
 		list, err := policy.List(*root)
 		if err != nil {
-			return err
+			return needsRoot(err, *root)
 		}
 		if *asJSON {
 			if list == nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,7 +84,7 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 			return cfg, cfg.Validate()
 		}
 		if *check && *configFile == "" {
-			return errors.New("--config.check needs --config FILE")
+			return cli.Usagef("--config.check needs --config FILE")
 		}
 		cfg, err := readConfig()
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,10 +16,10 @@ func cmdSet(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	return func(_ []string, out io.Writer) error {
 		if *tokenFlag == "" {
-			return errors.New("--token is required (hex, as `mptcp-cc subflows` shows it)")
+			return cli.Usagef("--token is required (hex, as `mptcp-cc subflows` shows it)")
 		}
 		if *algo == "" {
-			return fmt.Errorf("--algo is required: one of %s, or a registered congestion control", joinNames())
+			return cli.Usagef("--algo is required: one of %s, or a registered congestion control", joinNames())
 		}
 		token, err := connctl.ParseToken(*tokenFlag)
 		if err != nil {

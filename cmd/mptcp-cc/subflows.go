@@ -17,10 +17,16 @@ func cmdSubflows(fs *flag.FlagSet) cli.Action {
 	watch := fs.Duration("watch", 0, "refresh every DURATION until interrupted (0: once)")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
+		if *watch < 0 {
+			return fmt.Errorf("--watch %v: want a positive refresh interval such as 1s (0, the default: show once)", *watch)
+		}
 		for {
 			snap, err := stats.Pinned{Root: *root}.Read()
 			if err != nil {
-				return err
+				return needsRoot(err, *root)
 			}
 			subs := snap.Subflows
 			if *asJSON {

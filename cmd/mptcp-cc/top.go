@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,16 +35,19 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 		if err := events.SortConns(nil, *sortBy); err != nil {
 			return fmt.Errorf("--sort: %v", err)
 		}
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
+		if *keepClosed < 0 {
+			return fmt.Errorf("--closed %d: want how many closed connections to show, 0 or more", *keepClosed)
+		}
 		if *interval < 10*time.Millisecond {
 			return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
 		}
 		// Fail early with the map error (not root, nothing loaded ...).
 		src := stats.Pinned{Root: *root}
 		if _, err := src.Read(); err != nil {
-			if errors.Is(err, os.ErrPermission) {
-				return fmt.Errorf("reading the pinned maps under %s needs root (CAP_BPF and CAP_SYS_ADMIN): %w", *root, err)
-			}
-			return err
+			return needsRoot(err, *root)
 		}
 
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

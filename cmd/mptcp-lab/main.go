@@ -127,7 +127,10 @@ func cmdRun(fs *flag.FlagSet) cli.Action {
 	return func(files []string, _ io.Writer) error {
 		if len(files) == 0 {
 			fs.Usage()
-			return errors.New("no scenario file")
+			return cli.Usagef("no scenario file")
+		}
+		if *reps < 0 {
+			return fmt.Errorf("--reps %d: want a number of repetitions, 1 or more (0, the default: the file's)", *reps)
 		}
 		var loaded []*scenario.File
 		for _, p := range files {
@@ -175,7 +178,7 @@ func cmdUp(fs *flag.FlagSet) cli.Action {
 	return func(pos []string, _ io.Writer) error {
 		if len(pos) != 1 {
 			fs.Usage()
-			return errors.New("want one scenario file")
+			return cli.Usagef("want one scenario file")
 		}
 		f, err := scenario.Load(pos[0])
 		if err != nil {
@@ -237,7 +240,7 @@ func cmdValidate(fs *flag.FlagSet) cli.Action {
 	return func(pos []string, out io.Writer) error {
 		if len(pos) == 0 {
 			fs.Usage()
-			return errors.New("no scenario file")
+			return cli.Usagef("no scenario file")
 		}
 		var errs []error
 		var list []validated
@@ -331,6 +334,9 @@ func cmdClean(fs *flag.FlagSet) cli.Action {
 			return nil
 		}
 		if *run != "" {
+			if err := runner.RunID(*run).Check(); err != nil {
+				return err
+			}
 			c, err := runner.CleanRun(runner.RunID(*run))
 			report(c)
 			return err
@@ -354,7 +360,7 @@ func cmdSummarize(fs *flag.FlagSet) cli.Action {
 	return func(pos []string, _ io.Writer) error {
 		if len(pos) == 0 {
 			fs.Usage()
-			return errors.New("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
+			return cli.Usagef("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
 		}
 		var errs []error
 		for _, d := range pos {
@@ -378,7 +384,7 @@ func cmdReport(fs *flag.FlagSet) cli.Action {
 	return func(pos []string, _ io.Writer) error {
 		if len(pos) == 0 {
 			fs.Usage()
-			return errors.New("no report spec")
+			return cli.Usagef("no report spec")
 		}
 		var errs []error
 		for _, p := range pos {

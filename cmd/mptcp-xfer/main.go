@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
@@ -50,11 +51,11 @@ func server(fs *flag.FlagSet) cli.Action {
 	return func(_ []string, stdout io.Writer) error {
 		if *listen == "" {
 			fs.Usage()
-			return errors.New("want --listen ADDR:PORT")
+			return cli.Usagef("want --listen ADDR:PORT")
 		}
-		addr, err := netip.ParseAddrPort(*listen)
+		addr, err := parseAddrPort("--listen", *listen)
 		if err != nil {
-			return fmt.Errorf("--listen: %w", err)
+			return err
 		}
 		s, err := xfer.ListenWith(*ns, addr, *mptcp, xfer.ServerOptions{NoVerify: *noVerify})
 		if err != nil {
@@ -73,6 +74,16 @@ func server(fs *flag.FlagSet) cli.Action {
 		}
 		return nil
 	}
+}
+
+// parseAddrPort reads an ADDR:PORT flag; the parser's own message
+// ("not an ip:port") says neither which flag nor what is wanted.
+func parseAddrPort(flag, s string) (netip.AddrPort, error) {
+	a, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return a, fmt.Errorf("%s %q: want ADDR:PORT with a port of 0 to 65535, such as 10.0.0.2:5000 or [2001:db8::2]:5000", flag, s)
+	}
+	return a, nil
 }
 
 // Result is what the client prints.
@@ -100,11 +111,17 @@ func client(fs *flag.FlagSet) cli.Action {
 	return func(_ []string, stdout io.Writer) error {
 		if *connect == "" || (*bytesF == "") == (*dur == 0) {
 			fs.Usage()
-			return errors.New("want --connect ADDR:PORT and one of --bytes or --time")
+			return cli.Usagef("want --connect ADDR:PORT and one of --bytes or --time")
 		}
-		remote, err := netip.ParseAddrPort(*connect)
+		if *dur < 0 {
+			return fmt.Errorf("--time %v: want a positive duration such as 30s", *dur)
+		}
+		remote, err := parseAddrPort("--connect", *connect)
 		if err != nil {
-			return fmt.Errorf("--connect: %w", err)
+			return err
+		}
+		if *cc != "" && !kernel.HasCongestionControl(*cc) {
+			return fmt.Errorf("--cc %q is not a registered congestion control (%s lists them; load this project's with `mptcp-cc load`)", *cc, kernel.AvailablePath)
 		}
 		o := xfer.Options{NS: *ns, Remote: remote, MPTCP: *mptcp, CC: *cc, For: *dur}
 		if *bytesF != "" {
@@ -114,7 +131,7 @@ func client(fs *flag.FlagSet) cli.Action {
 		}
 		if *bind != "" {
 			if o.Local, err = netip.ParseAddr(*bind); err != nil {
-				return fmt.Errorf("--bind: %w", err)
+				return fmt.Errorf("--bind %q: want an address of this host, such as 10.0.0.1 or 2001:db8::1", *bind)
 			}
 		}
 		res, err := xfer.Run(o)

@@ -9,8 +9,12 @@
 // Exit codes, the same for every binary:
 //
 //	0   success, or --help
-//	1   the command failed (the message names the problem and the fix)
-//	2   usage error: no, unknown or incomplete command
+//	1   the command failed (the message names the problem and the fix),
+//	    including a flag value the command itself refused (an unknown
+//	    algorithm, a prefix longer than the address, a token not in hex)
+//	2   usage error: no, unknown or incomplete command; an unknown flag, a
+//	    flag value of the wrong type (--watch abc), an unexpected
+//	    argument, a required flag missing (the action returns Usagef)
 //	130 interrupted (the command returned an error wrapping ErrInterrupted)
 package cli
 
@@ -63,6 +67,11 @@ var ErrInterrupted = errors.New("interrupted")
 type errUsage struct{ msg string }
 
 func (e errUsage) Error() string { return e.msg }
+
+// Usagef is the error an action returns when it was called wrongly (a
+// required flag is missing): Run exits with 2, as for an unknown flag, so
+// scripts can tell a wrong command line from a failed command.
+func Usagef(format string, args ...any) error { return errUsage{fmt.Sprintf(format, args...)} }
 
 // Usage writes the command list.
 func (a *App) Usage(w io.Writer) {
@@ -154,6 +163,9 @@ func (a *App) run(c Command, path string, args []string, out io.Writer) (string,
 		pos, err = ParseInterspersed(fs, args)
 	} else {
 		err = Parse(fs, args)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return path, errUsage{err.Error()}
 	}
 	if err != nil {
 		return path, err

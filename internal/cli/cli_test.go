@@ -28,6 +28,9 @@ func testApp(got *[]string) *App {
 			{Name: "fail", Summary: "fails", Flags: func(*flag.FlagSet) Action {
 				return func([]string, io.Writer) error { return errors.New("it broke: do X") }
 			}},
+			{Name: "needs", Summary: "has a required flag", Flags: func(*flag.FlagSet) Action {
+				return func([]string, io.Writer) error { return Usagef("--x is required") }
+			}},
 			{Name: "intr", Summary: "interrupted", Flags: func(*flag.FlagSet) Action {
 				return func([]string, io.Writer) error { return fmt.Errorf("run: %w", ErrInterrupted) }
 			}},
@@ -67,8 +70,10 @@ func TestRunExitCodes(t *testing.T) {
 		{[]string{"nope"}, 2, "", `prog: unknown command "nope"`},
 		{[]string{"ok", "--n", "3"}, 0, "n=3", ""},
 		{[]string{"ok", "-h"}, 0, "", ""}, // the flag set prints its usage to os.Stderr
-		{[]string{"ok", "extra"}, 1, "", `prog ok: unexpected argument "extra"`},
-		{[]string{"ok", "--bad"}, 1, "", "flag provided but not defined: -bad"},
+		{[]string{"ok", "extra"}, 2, "", `prog ok: unexpected argument "extra"`},
+		{[]string{"ok", "--bad"}, 2, "", "flag provided but not defined: -bad"},
+		{[]string{"ok", "--n", "x"}, 2, "", `invalid value "x" for flag -n`},
+		{[]string{"needs"}, 2, "", "prog needs: --x is required"},
 		{[]string{"fail"}, 1, "", "prog fail: it broke: do X"},
 		{[]string{"intr"}, 130, "", "prog intr: run: interrupted"},
 		{[]string{"files", "a", "--out", "d", "b"}, 0, "a,b -> d", ""},

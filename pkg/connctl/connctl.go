@@ -99,6 +99,9 @@ func SetCC(token uint32, cc, netnsName string) (Result, error) {
 	}
 	nsPath := "/proc/thread-self/ns/net"
 	if netnsName != "" {
+		if err := netns.CheckName(netnsName); err != nil {
+			return res, err
+		}
 		if !netns.Exists(netnsName) {
 			return res, fmt.Errorf("network namespace %q does not exist (`ip netns list` shows them)", netnsName)
 		}

@@ -118,6 +118,9 @@ func TestSetCCBadInput(t *testing.T) {
 	if _, err := connctl.SetCC(1, name, "mptcp-cc-no-such-netns"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing namespace: %v", err)
 	}
+	if _, err := connctl.SetCC(1, name, "../../proc/1/ns/net"); err == nil || !strings.Contains(err.Error(), "no '/'") {
+		t.Errorf("a namespace path instead of a name: %v", err)
+	}
 	for _, s := range []string{"", "0x", "xyz", "123456789", "-1"} {
 		if _, err := connctl.ParseToken(s); !errors.Is(err, connctl.ErrBadToken) {
 			t.Errorf("token %q: %v, want ErrBadToken", s, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/strictyaml"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
 // OnExit says what the daemon does with what it set up when it is told to stop.
@@ -358,7 +359,7 @@ func (v *validation) metricsAndEvents(m Metrics, e Events) {
 		v.bad("metrics.max_subflows", "%d is out of range (0 to %d; 0 exports the aggregates only)", *m.MaxSubflows, 1<<20)
 	}
 	for i, n := range e.Namespaces {
-		if n == "" || strings.ContainsAny(n, "/\x00") || n == "." || n == ".." {
+		if netns.CheckName(n) != nil {
 			v.bad(fmt.Sprintf("events.namespaces[%d]", i), "%q is not a network namespace name (as `ip netns list` shows them)", n)
 		}
 	}

@@ -47,8 +47,21 @@ func Delete(name string) error {
 
 // Exists reports whether the named namespace exists.
 func Exists(name string) bool {
+	if CheckName(name) != nil {
+		return false
+	}
 	_, err := os.Stat(Path(name))
 	return err == nil
+}
+
+// CheckName refuses what `ip netns` refuses: a name is one file in Dir, and
+// "../x" or "a/b" would enter a namespace file elsewhere (--netns
+// ../../proc/1/ns/net is the host's).
+func CheckName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("network namespace name %q: want a name as `ip netns list` shows it (no '/')", name)
+	}
+	return nil
 }
 
 // Exec runs a command inside the namespace and returns its error together with
@@ -73,6 +86,12 @@ func Output(name string, argv ...string) (string, error) {
 // Sockets and TUN devices created inside fn belong to that namespace and stay
 // there after Do returns; they may then be used from any goroutine.
 func Do(name string, fn func() error) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	if _, err := os.Stat(Path(name)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("network namespace %q does not exist (`ip netns list` shows them)", name)
+	}
 	return DoPath(Path(name), fn)
 }
 

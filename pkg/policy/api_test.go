@@ -58,6 +58,8 @@ func TestAttachBadInput(t *testing.T) {
 		{"missing cgroup", policy.Rule{Cgroup: cg + "/nope", CC: name}, nil, "does not exist"},
 		{"missing relative cgroup", policy.Rule{Cgroup: "mptcp-cc-no-such-cgroup", CC: name}, nil, filepath.Join(mnt, "mptcp-cc-no-such-cgroup") + " does not exist"},
 		{"no cgroup", policy.Rule{CC: name}, nil, "no cgroup given"},
+		{"relative cgroup leaving the mount", policy.Rule{Cgroup: "../../etc", CC: name}, nil, `contains ".."`},
+		{"absolute cgroup with ..", policy.Rule{Cgroup: cg + "/../" + filepath.Base(cg), CC: name}, nil, "name the cgroup directly"},
 		{"not a cgroup", policy.Rule{Cgroup: t.TempDir(), CC: name}, policy.ErrNotCgroup, "cgroup v2 hierarchy is mounted at " + mnt},
 		{"a file in the cgroup", policy.Rule{Cgroup: filepath.Join(cg, "cgroup.procs"), CC: name}, policy.ErrNotCgroup, "not even a directory"},
 		{"our CC, not loaded", policy.Rule{Cgroup: cg, CC: "mptcp_olia"}, policy.ErrNotRegistered, "mptcp-cc load --algo olia"},

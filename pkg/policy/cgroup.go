@@ -104,8 +104,8 @@ type cgroup struct {
 // absolute path and id. A relative dir is taken relative to the cgroup v2
 // mount point (e.g. "system.slice/foo.service").
 func resolveCgroup(dir string) (cgroup, error) {
-	if dir == "" {
-		return cgroup{}, errors.New("no cgroup given: name a cgroup v2 directory")
+	if err := checkCgroupArg(dir); err != nil {
+		return cgroup{}, err
 	}
 	mnt, mntErr := CgroupMount()
 	p := dir
@@ -141,6 +141,21 @@ func resolveCgroup(dir string) (cgroup, error) {
 	default:
 		return cgroup{}, fmt.Errorf("%s: %w; %s", abs, ErrNotCgroup, mountHint(mnt, mntErr))
 	}
+}
+
+// checkCgroupArg refuses "..": a relative path is promised to stay below
+// the cgroup v2 mount, and an absolute one should name the cgroup as the
+// kernel shows it (/proc/PID/cgroup), not a walk that might leave the mount.
+func checkCgroupArg(dir string) error {
+	if dir == "" {
+		return errors.New("no cgroup given: name a cgroup v2 directory")
+	}
+	for _, part := range strings.Split(dir, "/") {
+		if part == ".." {
+			return fmt.Errorf("cgroup %q contains \"..\": name the cgroup directly, relative to the cgroup v2 mount (system.slice/app.service) or absolute (/sys/fs/cgroup/system.slice/app.service)", dir)
+		}
+	}
+	return nil
 }
 
 func mountHint(mnt string, err error) string {

@@ -315,6 +315,9 @@ func removeRules(cgroup, root string, match func(RuleInfo) bool) (int, error) {
 // findPolicy returns the pin directory of a cgroup's policy: by the
 // cgroup's id while it exists, by the path recorded at attach otherwise.
 func findPolicy(cgroup, root string) (string, error) {
+	if err := checkCgroupArg(cgroup); err != nil {
+		return "", err
+	}
 	if cg, err := resolveCgroup(cgroup); err == nil {
 		dir := pinDir(root, cg.id)
 		if _, err := os.Stat(dir); err == nil {

@@ -56,6 +56,21 @@ func NewRunID() (RunID, error) {
 	return id, nil
 }
 
+// Check refuses an id that NewRunID could not have made. The id becomes
+// part of paths (PinRoot, the run record) that CleanRun removes: "..", a
+// '/' or an empty id would reach outside the lab's own directories.
+func (id RunID) Check() error {
+	if len(id) == 0 || len(id) > 32 {
+		return fmt.Errorf("run id %q: want the hex id a run printed (`mptcp-lab clean --list` lists them)", string(id))
+	}
+	for _, r := range id {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return fmt.Errorf("run id %q: want the hex id a run printed (`mptcp-lab clean --list` lists them)", string(id))
+		}
+	}
+	return nil
+}
+
 // NSPrefix is the namespace prefix of the run.
 func (id RunID) NSPrefix() string { return NSPrefix + string(id) }
 
@@ -99,6 +114,9 @@ type Cleaned struct {
 // them), congestion controls and pins, and the run record.
 func CleanRun(id RunID) (Cleaned, error) {
 	out := Cleaned{Run: id}
+	if err := id.Check(); err != nil {
+		return out, err
+	}
 	var errs []error
 	names, err := topo.CleanPrefix(id.NSPrefix() + "-")
 	out.Namespaces = names

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -16,28 +15,33 @@ type override struct {
 	where string
 }
 
-func overrides(n yaml.Node, where string) ([]override, error) {
+// overrides reads a variant's set: mapping; problems go to e, which names
+// the file, like every other error of a scenario.
+func overrides(e *errList, n yaml.Node, where string) []override {
 	if n.Kind == 0 {
-		return nil, nil
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: %s: want a mapping of dotted field paths to values, e.g. flows.mp.cc: olia", n.Line, where)
+		e.add(&n, where, "want a mapping of dotted field paths to values, e.g. flows.mp.cc: olia")
+		return nil
 	}
 	var out []override
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		out = append(out, override{path: n.Content[i].Value, value: n.Content[i+1], where: where})
 	}
-	return out, nil
+	return out
 }
 
 // apply sets the dotted path in the scenario tree. Every part but the last
-// must exist, so a misspelt link or flow name is an error, not a new entry.
-func (o override) apply(root *yaml.Node) error {
+// must exist, so a misspelt link or flow name is an error (added to e), not
+// a new entry.
+func (o override) apply(root *yaml.Node, e *errList) {
 	parts := strings.Split(o.path, ".")
 	cur := root
 	for i, p := range parts {
 		if cur.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: %s: %s: %s is not a mapping", o.value.Line, o.where, o.path, strings.Join(parts[:i], "."))
+			e.add(o.value, o.where, "%s: %s is not a mapping", o.path, strings.Join(parts[:i], "."))
+			return
 		}
 		var next *yaml.Node
 		for j := 0; j+1 < len(cur.Content); j += 2 {
@@ -45,7 +49,7 @@ func (o override) apply(root *yaml.Node) error {
 				next = cur.Content[j+1]
 				if i == len(parts)-1 {
 					cur.Content[j+1] = cloneNode(o.value)
-					return nil
+					return
 				}
 			}
 		}
@@ -59,14 +63,14 @@ func (o override) apply(root *yaml.Node) error {
 				if i > 0 {
 					where = strings.Join(parts[:i], ".")
 				}
-				return fmt.Errorf("line %d: %s: %s: %s has no %q (it has: %s)", o.value.Line, o.where, o.path, where, p, strings.Join(have, ", "))
+				e.add(o.value, o.where, "%s: %s has no %q (it has: %s)", o.path, where, p, strings.Join(have, ", "))
+				return
 			}
 			cur.Content = append(cur.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p}, cloneNode(o.value))
-			return nil
+			return
 		}
 		cur = next
 	}
-	return nil
 }
 
 func cloneNode(n *yaml.Node) *yaml.Node {

@@ -231,11 +231,7 @@ func parseVariants(e *errList, raw []rawVariant) []variant {
 			e.add(nil, p+".name", "%q is used twice", v.Name)
 		}
 		seen[v.Name] = true
-		sets, err := overrides(v.Set, p+".set")
-		if err != nil {
-			e.errs = append(e.errs, err)
-		}
-		out = append(out, variant{v.Name, sets})
+		out = append(out, variant{v.Name, overrides(e, v.Set, p+".set")})
 	}
 	return out
 }
@@ -298,17 +294,13 @@ func (f *File) resolveCase(root *yaml.Node, dir string, v variant, si int, sv *y
 	c := Case{ID: v.name, Variant: v.name, SweepIndex: si}
 	node := cloneNode(root)
 	for _, o := range v.sets {
-		if err := o.apply(node); err != nil {
-			e.errs = append(e.errs, err)
-		}
+		o.apply(node, e)
 	}
 	if sv != nil {
 		c.Sweep = sv.Value
 		c.ID += "@" + Sanitize(sv.Value)
 		for _, p := range f.SweepSet {
-			if err := (override{path: p, value: sv, where: "sweep.set"}).apply(node); err != nil {
-				e.errs = append(e.errs, err)
-			}
+			override{path: p, value: sv, where: "sweep.set"}.apply(node, e)
 		}
 	}
 	if err := e.err(); err != nil {

@@ -137,46 +137,55 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// badEdits turn the good scenario into a bad one ("from->to") and list
+// what the error must say; FuzzParse starts from them too.
+var badEdits = []struct {
+	name, edit string
+	want       []string
+}{
+	{"unknown field", "rate: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}->rat: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}",
+		[]string{"x.yaml:4", "links.a.rat", "unknown field", "rate, delay"}},
+	{"undefined link", "paths: [a, {link: b->paths: [a, {link: c", []string{"hosts.h.paths[1]", `link "c" is not defined`, "a, b"}},
+	{"bad rate", "b: {rate: 5Mbit}->b: {rate: 5MB}", []string{"links.b.rate", "bits"}},
+	{"loss", "loss: 1%->loss: 120%", []string{"links.a.loss", "outside [0, 1]"}},
+	{"both sizes", "bytes: 1MB->bytes: 1MB, duration: 2s", []string{"flows.g", "bytes or duration, not both"}},
+	{"neither size", ", duration: 5s, count: 3->, count: 3", []string{"flows.f", "give bytes"}},
+	{"unknown cc algo", "{algo: rsf, rsf_target: 5ms}->{algo: rfs, rsf_target: 5ms}", []string{"flows.f.cc.algo", "unknown algorithm"}},
+	{"lisa on kernel cc", "cc: cubic->cc: cubic+lisa", []string{"flows.g.cc", "+lisa composes with our algorithms only"}},
+	{"target on olia", "{algo: rsf, rsf_target: 5ms}->{algo: olia, rsf_target: 5ms}", []string{"flows.f.cc.rsf_target", "only rsf"}},
+	{"bad host", "from: h, to: s->from: x, to: s", []string{"flows.f.from", `host "x" is not defined`}},
+	{"bad path", "path: 1->path: 2", []string{"flows.g.path", "paths 0 to 1"}},
+	{"bad protocol", "protocol: tcp->protocol: sctp", []string{"flows.g.protocol", "mptcp or tcp"}},
+	{"bad tool", "cc: cubic,->cc: cubic, tool: wget,", []string{"flows.g.tool", "xfer"}},
+	{"variant typo", "flows.f.cc: lia->flows.ff.cc: lia", []string{"variants[0].set", `flows has no "ff"`, "it has: f, g"}},
+	{"warmup", "warmup: 1s->warmup: 5s", []string{"flows.f.duration", "not longer than record.warmup"}},
+	{"endpoints", "endpoints: fullmesh->endpoints: signal", []string{"hosts.h.mptcp.endpoints"}},
+	{"join_after unit", "join_after: 2s->join_after: 2", []string{"hosts.h.mptcp.join_after"}},
+	{"join_after negative", "join_after: 2s->join_after: -2s", []string{"hosts.h.mptcp.join_after", "negative"}},
+	{"join_after nothing to join", "endpoints: fullmesh,->endpoints: none,", []string{"hosts.h.mptcp.join_after", "nothing would join"}},
+	{"path_manager", "endpoints: fullmesh,->endpoints: fullmesh, path_manager: daemon,", []string{"hosts.h.mptcp.path_manager", `"daemon": want kernel (default`}},
+	{"mptcpd with backup", "endpoints: fullmesh,->endpoints: fullmesh, path_manager: mptcpd,", []string{"hosts.h.mptcp.path_manager", "paths[1] is a backup path"}},
+	{"mptcpd without endpoints", "mptcp: {endpoints: fullmesh, join_after: 2s}->mptcp: {endpoints: none, path_manager: mptcpd}", []string{"hosts.h.mptcp.path_manager", "endpoints: none forbids"}},
+	{"path_manager on a server", "s: {link: {rate: 20Mbit}}->s: {link: {rate: 20Mbit}, mptcp: {path_manager: mptcpd}}", []string{"servers.s.mptcp", "path_manager are host settings"}},
+	{"count", "count: 2->count: 300", []string{"hosts.h.count"}},
+	{"sample", "sample: 50ms->sample: 1ms", []string{"record.sample"}},
+	{"no name", "name: t->description: t", []string{"name", "required"}},
+	{"bad sysctl", "record:->sysctls: [tcp_wmem]\nrecord:", []string{"sysctls[0]", "key=value"}},
+}
+
+// applyEdit returns the good scenario with edit ("from->to") applied.
+func applyEdit(t testing.TB, name, edit string) []byte {
+	from, to, _ := strings.Cut(edit, "->")
+	if !strings.Contains(good, from) {
+		t.Fatalf("%s: %q is not in the scenario", name, from)
+	}
+	return []byte(strings.Replace(good, from, to, 1))
+}
+
 // Every mistake is an error that names the file, the line and the field.
 func TestParseErrors(t *testing.T) {
-	for _, c := range []struct {
-		name, edit string
-		want       []string
-	}{
-		{"unknown field", "rate: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}->rat: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}",
-			[]string{"x.yaml:4", "links.a.rat", "unknown field", "rate, delay"}},
-		{"undefined link", "paths: [a, {link: b->paths: [a, {link: c", []string{"hosts.h.paths[1]", `link "c" is not defined`, "a, b"}},
-		{"bad rate", "b: {rate: 5Mbit}->b: {rate: 5MB}", []string{"links.b.rate", "bits"}},
-		{"loss", "loss: 1%->loss: 120%", []string{"links.a.loss", "outside [0, 1]"}},
-		{"both sizes", "bytes: 1MB->bytes: 1MB, duration: 2s", []string{"flows.g", "bytes or duration, not both"}},
-		{"neither size", ", duration: 5s, count: 3->, count: 3", []string{"flows.f", "give bytes"}},
-		{"unknown cc algo", "{algo: rsf, rsf_target: 5ms}->{algo: rfs, rsf_target: 5ms}", []string{"flows.f.cc.algo", "unknown algorithm"}},
-		{"lisa on kernel cc", "cc: cubic->cc: cubic+lisa", []string{"flows.g.cc", "+lisa composes with our algorithms only"}},
-		{"target on olia", "{algo: rsf, rsf_target: 5ms}->{algo: olia, rsf_target: 5ms}", []string{"flows.f.cc.rsf_target", "only rsf"}},
-		{"bad host", "from: h, to: s->from: x, to: s", []string{"flows.f.from", `host "x" is not defined`}},
-		{"bad path", "path: 1->path: 2", []string{"flows.g.path", "paths 0 to 1"}},
-		{"bad protocol", "protocol: tcp->protocol: sctp", []string{"flows.g.protocol", "mptcp or tcp"}},
-		{"bad tool", "cc: cubic,->cc: cubic, tool: wget,", []string{"flows.g.tool", "xfer"}},
-		{"variant typo", "flows.f.cc: lia->flows.ff.cc: lia", []string{"variants[0].set", `flows has no "ff"`, "it has: f, g"}},
-		{"warmup", "warmup: 1s->warmup: 5s", []string{"flows.f.duration", "not longer than record.warmup"}},
-		{"endpoints", "endpoints: fullmesh->endpoints: signal", []string{"hosts.h.mptcp.endpoints"}},
-		{"join_after unit", "join_after: 2s->join_after: 2", []string{"hosts.h.mptcp.join_after"}},
-		{"join_after negative", "join_after: 2s->join_after: -2s", []string{"hosts.h.mptcp.join_after", "negative"}},
-		{"join_after nothing to join", "endpoints: fullmesh,->endpoints: none,", []string{"hosts.h.mptcp.join_after", "nothing would join"}},
-		{"path_manager", "endpoints: fullmesh,->endpoints: fullmesh, path_manager: daemon,", []string{"hosts.h.mptcp.path_manager", `"daemon": want kernel (default`}},
-		{"mptcpd with backup", "endpoints: fullmesh,->endpoints: fullmesh, path_manager: mptcpd,", []string{"hosts.h.mptcp.path_manager", "paths[1] is a backup path"}},
-		{"mptcpd without endpoints", "mptcp: {endpoints: fullmesh, join_after: 2s}->mptcp: {endpoints: none, path_manager: mptcpd}", []string{"hosts.h.mptcp.path_manager", "endpoints: none forbids"}},
-		{"path_manager on a server", "s: {link: {rate: 20Mbit}}->s: {link: {rate: 20Mbit}, mptcp: {path_manager: mptcpd}}", []string{"servers.s.mptcp", "path_manager are host settings"}},
-		{"count", "count: 2->count: 300", []string{"hosts.h.count"}},
-		{"sample", "sample: 50ms->sample: 1ms", []string{"record.sample"}},
-		{"no name", "name: t->description: t", []string{"name", "required"}},
-		{"bad sysctl", "record:->sysctls: [tcp_wmem]\nrecord:", []string{"sysctls[0]", "key=value"}},
-	} {
-		from, to, _ := strings.Cut(c.edit, "->")
-		if !strings.Contains(good, from) {
-			t.Fatalf("%s: %q is not in the scenario", c.name, from)
-		}
-		_, err := Parse("x.yaml", []byte(strings.Replace(good, from, to, 1)))
+	for _, c := range badEdits {
+		_, err := Parse("x.yaml", applyEdit(t, c.name, c.edit))
 		if err == nil {
 			t.Errorf("%s: accepted", c.name)
 			continue
