@@ -24,6 +24,8 @@ const (
 	oneWay = 20 * time.Millisecond
 	warmup = 10 * time.Second
 	reps   = 3
+	// windowReps: runs per algorithm of the window-split test.
+	windowReps = 4
 )
 
 func bdpBytes(rate float64) uint32 { return uint32(rate / 8 * (2 * oneWay).Seconds()) }
@@ -109,6 +111,10 @@ func TestCouplingDisjointPaths(t *testing.T) {
 // connection's send buffer for seconds) made the byte split vary from 18%
 // to 42% for LIA in one scenario, while the window split stayed at 43-47%.
 // Measured here: LIA 43-47%, OLIA 15-17% (three runs each).
+//
+// Single 20 s runs vary widely (LIA 36-56%, OLIA 8-36% in one CI run,
+// whose mean of three, 45% against 28%, missed the bound by 0.02), so the
+// figures are the means of four runs each.
 func TestOLIAMovesWindowToBestPath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: measured transfers")
@@ -124,7 +130,7 @@ func TestOLIAMovesWindowToBestPath(t *testing.T) {
 	for _, algo := range []string{"lia", "olia"} {
 		name := testkernel.Load(t, root, algo, cc.Params{})
 		var sum [2]float64
-		for i := 0; i < reps; i++ {
+		for i := 0; i < windowReps; i++ {
 			// The meter may repeat a run: w is the sampler of the kept one.
 			var w *windowSampler
 			m.run(n, []flow{{path: 0, mptcp: true, cc: name}}, warmup, 20*time.Second, func(end bool) {
