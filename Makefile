@@ -13,9 +13,14 @@ CLANG    ?= clang-19
 BPFTOOL  ?= bpftool
 GO_MIN   := 1.26
 GO_TOOLCHAIN := go1.26.8
+# virtme-ng boots the shared test kernel for the VM tests (internal/vmtest).
+VNG_VERSION := 1.42
+VNG_DIR  ?= /opt/mptcp-cc-vng
+export MPTCP_CC_VNG ?= $(VNG_DIR)/bin/vng
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd mptcpd-plugins \
-	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus
+	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus \
+	qemu-system-x86 python3-venv
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.
@@ -49,6 +54,7 @@ deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	@./scripts/ensure-go.sh $(GO_MIN) $(GO_TOOLCHAIN)
+	@./scripts/ensure-vng.sh $(VNG_DIR) $(VNG_VERSION)
 
 $(VMLINUX):
 	@test -r /sys/kernel/btf/vmlinux || { echo "kernel has no BTF (/sys/kernel/btf/vmlinux): needs CONFIG_DEBUG_INFO_BTF=y"; exit 1; }

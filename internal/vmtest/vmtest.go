@@ -1,0 +1,87 @@
+// Package vmtest runs commands inside a VM booted on the shared test kernel
+// (../shared/kernels/mptcp-bpf-sched: Linux 7.3 with mptcp_net-next's BPF
+// packet scheduler hook, which no released kernel has), so tests can use
+// what this machine's kernel lacks. The guest sees the host's filesystem
+// read-only, so it runs the binaries the host built; it writes its output
+// into a directory of the test's that the guest may write.
+//
+// The kernel's path is MPTCP_CC_TEST_KERNEL (default: the shared directory
+// beside the repository); virtme-ng is MPTCP_CC_VNG (make deps installs it).
+// Where the kernel is absent, tests skip and say so, CI included: the
+// kernel is test equipment that only some machines have.
+package vmtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Kernel returns the directory of the test kernel (its boot.sh and
+// bzImage), or skips the test when there is none.
+func Kernel(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("MPTCP_CC_TEST_KERNEL")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		// internal/vmtest -> repository -> its parent, where shared/ is.
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "kernels", "mptcp-bpf-sched")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bzImage")); err != nil {
+		t.Skipf("no test kernel at %s (set MPTCP_CC_TEST_KERNEL to the mptcp-bpf-sched kernel's directory): VM test skipped", dir)
+	}
+	return dir
+}
+
+// Result is what a command did in the guest.
+type Result struct {
+	Output   string // stdout and stderr
+	ExitCode int
+	Took     time.Duration // boot, command and power-off
+}
+
+// Run boots the test kernel, runs script with sh -c as root in the guest
+// and returns its output and exit code. timeout bounds the whole VM.
+func Run(t testing.TB, script string, timeout time.Duration) Result {
+	t.Helper()
+	dir := Kernel(t)
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("VM tests need root; CI runs as root")
+		}
+		t.Skip("VM tests need root")
+	}
+	vng := os.Getenv("MPTCP_CC_VNG")
+	if vng == "" {
+		vng = "/opt/mptcp-cc-vng/bin/vng"
+	}
+	if _, err := os.Stat(vng); err != nil {
+		t.Fatalf("virtme-ng not found at %s: run `make deps` (or set MPTCP_CC_VNG)", vng)
+	}
+	out := t.TempDir()
+	// The guest's console only shows the command's output in verbose mode
+	// on some hosts, and boot.sh's status is then not the command's: the
+	// command reports both through files in a directory the guest may write.
+	wrapped := fmt.Sprintf("(%s) > %s/out 2>&1; echo $? > %s/rc", script, out, out)
+	start := time.Now()
+	cmd := exec.Command(filepath.Join(dir, "boot.sh"), "-w", out, "-t", strconv.Itoa(int(timeout.Seconds())), "--", "sh", "-c", wrapped)
+	cmd.Env = append(os.Environ(), "VNG="+vng)
+	console, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	rc, rerr := os.ReadFile(filepath.Join(out, "rc"))
+	if rerr != nil {
+		t.Fatalf("the command did not finish in the VM (boot.sh: %v):\n%s", err, console)
+	}
+	output, _ := os.ReadFile(filepath.Join(out, "out"))
+	code, err := strconv.Atoi(strings.TrimSpace(string(rc)))
+	if err != nil {
+		t.Fatalf("exit status %q from the VM", rc)
+	}
+	return Result{Output: string(output), ExitCode: code, Took: took}
+}
