@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,10 @@ func (s *CCSet) Unload() error {
 		}
 	}
 	s.loaded = nil
+	// The run's pin directory and the lab's base, each only when empty:
+	// another run may still use the base.
+	_ = os.Remove(s.root)
+	_ = os.Remove(PinBase)
 	return errors.Join(errs...)
 }
 
