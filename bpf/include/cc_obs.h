@@ -54,14 +54,18 @@ static __always_inline void mpcc_repay_now(struct sock *sk, bool reducing)
 		mpcc_lisa_repay(sk, s, reducing);
 }
 
+/* mpcc_update's entering when no state change is under way. */
+#define MPCC_STATE_NOW 0xff
+
 /* Refresh this subflow's map entry (npaths 0: keep the last count), after
  * giving up any window a joining sibling took (LISA), so that the entry
- * shows the window the subflow runs with. state: the CA state the subflow is
- * in, or (from set_state) entering. */
-static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 state)
+ * shows the window the subflow runs with. entering: the CA state set_state
+ * is entering, MPCC_STATE_NOW elsewhere. */
+static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 entering)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct mpcc_priv *ca = mpcc_ca(sk);
+	__u8 now = mpcc_ca_state(sk), state;
 	struct mpcc_subflow *s;
 	__u64 id = ca->id;
 
@@ -69,6 +73,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 stat
 	if (!s)
 		return;
 
+	state = entering == MPCC_STATE_NOW ? now : entering;
 	mpcc_lisa_repay(sk, s, state >= TCP_CA_CWR && state <= TCP_CA_Loss);
 
 	if (!s->token && tp->is_mptcp) {
@@ -82,7 +87,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 stat
 	s->srtt_us = tp->srtt_us >> 3;
 	s->rttvar_us = tp->mdev_us >> 2;
 	s->min_rtt_us = tp->rtt_min.s[0].v;
-	s->ca_state = mpcc_ca_state(sk);
+	s->ca_state = now;
 	s->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 	s->delivered = tp->delivered;
 	s->lost = tp->lost;

@@ -106,7 +106,7 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	if (mpcc_params()->lisa)
 		mpcc_lisa_join(sk);
 	mpcc_seen(ca, tcp_sk(sk)->snd_cwnd);
-	mpcc_update(sk, 0, mpcc_ca_state(sk));
+	mpcc_update(sk, 0, MPCC_STATE_NOW);
 }
 
 SEC("struct_ops")
@@ -172,11 +172,11 @@ void BPF_PROG(mpcc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		mpcc_trace(sk, MPCC_TRACE_AVOID, acked_in, cwnd_before, acc_before,
 			   tp->snd_ssthresh, &c);
 	mpcc_seen(ca, tp->snd_cwnd);
-	mpcc_update(sk, c.n, mpcc_ca_state(sk));
+	mpcc_update(sk, c.n, MPCC_STATE_NOW);
 	return;
 out:
 	mpcc_seen(ca, tp->snd_cwnd);
-	mpcc_update(sk, 0, mpcc_ca_state(sk));
+	mpcc_update(sk, 0, MPCC_STATE_NOW);
 }
 
 SEC("struct_ops")
@@ -202,7 +202,7 @@ __u32 BPF_PROG(mpcc_ssthresh, struct sock *sk)
 	ca->coupled = o.coupled;
 	if (mpcc_params()->trace)
 		mpcc_trace(sk, MPCC_TRACE_LOSS, 0, tp->snd_cwnd, 0, o.ssthresh, &c);
-	mpcc_update(sk, c.n, mpcc_ca_state(sk));
+	mpcc_update(sk, c.n, MPCC_STATE_NOW);
 	return o.ssthresh;
 }
 
