@@ -13,6 +13,7 @@ package vmtest
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,4 +102,75 @@ func Run(t testing.TB, script string, timeout time.Duration) Result {
 		t.Fatalf("exit status %q from the VM", rc)
 	}
 	return Result{Output: string(output), ExitCode: code, Took: took}
+}
+
+// GuestEnv marks a process running inside the VM that RunTests booted.
+const GuestEnv = "MPTCP_CC_IN_VM"
+
+// Guest skips a test unless it runs inside the test kernel's VM, where
+// RunTests starts it. Put it first in every test that needs the BPF
+// scheduler hook; the package's host-side test calls RunTests.
+func Guest(t testing.TB) {
+	t.Helper()
+	if os.Getenv(GuestEnv) == "" {
+		t.Skipf("runs inside the test kernel's VM (this package's TestInVM boots it)")
+	}
+}
+
+// InGuest reports whether this process runs inside the VM.
+func InGuest() bool { return os.Getenv(GuestEnv) != "" }
+
+// RunTests boots the test kernel once and runs this test binary's tests
+// that match pattern inside it (with GuestEnv set, bpffs mounted, in the
+// package's directory), logs their output, and fails if they failed. The
+// guest sees the host's filesystem read-only and a private /tmp, so the
+// binary is copied into the directory the guest may write.
+func RunTests(t *testing.T, pattern string, timeout time.Duration) Result {
+	t.Helper()
+	Kernel(t)
+	if InGuest() {
+		t.Skip("already in the VM")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, filepath.Base(exe))
+	if err := copyFile(exe, bin); err != nil {
+		t.Fatalf("copying the test binary for the VM: %v", err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := ""
+	if testing.Verbose() {
+		v = " -test.v"
+	}
+	script := fmt.Sprintf("mount -t bpf bpf /sys/fs/bpf && cd %s && %s=1 %s -test.run '%s' -test.count=1 -test.timeout %ds%s",
+		wd, GuestEnv, bin, pattern, int(timeout.Seconds()), v)
+	r := Run(t, script, timeout+60*time.Second)
+	t.Logf("VM run took %v; guest output:\n%s", r.Took.Round(time.Millisecond), r.Output)
+	if r.ExitCode != 0 {
+		t.Fatalf("the tests failed in the VM (exit status %d)", r.ExitCode)
+	}
+	return r
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -1,0 +1,66 @@
+// Package sched loads the MPTCP packet schedulers (bpf/sched/) into a
+// kernel that has the BPF scheduler hook, keeps them registered after the
+// loading process exits by pinning their struct_ops links in bpffs, lists
+// and unloads them, and picks the scheduler of a network namespace.
+//
+// Pin layout, one directory per registered scheduler:
+//
+//	<root>/<name>/link    the struct_ops link: while it exists, <name> is registered
+//	<root>/<name>/params  the load-time parameters
+//	<root>/<name>/stats   per-subflow decisions and burst bytes granted
+//	<root>/<name>/trace   decision trace ring buffer (used by the tests)
+package sched
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+)
+
+// Algorithm is one packet scheduler this project ships.
+type Algorithm struct {
+	Name    string // as given to `sched load`, and the name it registers under by default
+	ID      uint32 // enum mpsch_algo in bpf/include/sched_types.h
+	Summary string
+	spec    func() (*ebpf.CollectionSpec, error)
+}
+
+var algorithms = []Algorithm{
+	{Name: "minrtt", ID: 1, Summary: "lowest RTT with window space (the classic default)", spec: loadMinrtt},
+}
+
+// Algorithms returns every scheduler, in a stable order.
+func Algorithms() []Algorithm { return append([]Algorithm(nil), algorithms...) }
+
+// Names lists the schedulers' names.
+func Names() []string {
+	out := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// Lookup finds a scheduler by name; the error lists the ones that exist.
+func Lookup(name string) (Algorithm, error) {
+	for _, a := range algorithms {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	return Algorithm{}, fmt.Errorf("%w %q: choose one of %s", ErrUnknown, name, strings.Join(Names(), ", "))
+}
+
+// ByID finds a scheduler by its BPF id.
+func ByID(id uint32) (Algorithm, bool) {
+	for _, a := range algorithms {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return Algorithm{}, false
+}
+
+// Spec returns the scheduler's object, as compiled into this binary.
+func (a Algorithm) Spec() (*ebpf.CollectionSpec, error) { return a.spec() }

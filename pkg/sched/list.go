@@ -1,0 +1,136 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sort"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+)
+
+// Loaded is one scheduler pinned under a root.
+type Loaded struct {
+	Name       string // the name the kernel knows it by
+	Algorithm  string // which of ours it is ("" if the params are unreadable)
+	Params     Params //
+	Registered bool   // the kernel lists it in net.mptcp.available_schedulers
+}
+
+// List returns the schedulers pinned under root, sorted by name.
+func List(root string) ([]Loaded, error) {
+	if root == "" {
+		root = DefaultPinRoot
+	}
+	dirs, err := kernel.PinDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	avail, _ := Available()
+	reg := map[string]bool{}
+	for _, a := range avail {
+		reg[a] = true
+	}
+	var out []Loaded
+	var errs []error
+	for _, d := range dirs {
+		l := Loaded{Name: d, Registered: reg[d]}
+		raw, err := readParams(filepath.Join(root, d, "params"))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d, err))
+		} else {
+			if a, ok := ByID(raw.Algo); ok {
+				l.Algorithm = a.Name
+			}
+			l.Params = Params{Trace: raw.Trace != 0, Args: raw.Args}
+		}
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errors.Join(errs...)
+}
+
+func readParams(path string) (rawParams, error) {
+	var raw rawParams
+	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return raw, fmt.Errorf("opening its parameters: %w", err)
+	}
+	defer m.Close()
+	err = m.Lookup(uint32(0), &raw)
+	return raw, err
+}
+
+// SubflowStats is what a scheduler gave one subflow (struct mpsch_sf_stats).
+type SubflowStats struct {
+	Scheduler  string // the loaded scheduler's name
+	Token      uint32
+	ID         uint32 // the kernel's subflow id within the connection
+	Local      netip.AddrPort
+	Remote     netip.AddrPort
+	Sends      uint64 // get_send decisions that picked it
+	Retrans    uint64 // get_retrans decisions that picked it
+	BurstBytes uint64 // bytes of burst granted to it
+}
+
+type rawStats struct {
+	Token, ID            uint32
+	Family, Sport, Dport uint16
+	Pad                  uint16
+	Saddr, Daddr         [16]byte
+	Sends, Retrans       uint64
+	BurstBytes, LastNs   uint64
+}
+
+// Stats reads the per-subflow counters of every scheduler pinned under root.
+func Stats(root string) ([]SubflowStats, error) {
+	if root == "" {
+		root = DefaultPinRoot
+	}
+	dirs, err := kernel.PinDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []SubflowStats
+	var errs []error
+	for _, d := range dirs {
+		m, err := ebpf.LoadPinnedMap(filepath.Join(root, d, "stats"), &ebpf.LoadPinOptions{ReadOnly: true})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: opening its stats: %w", d, err))
+			continue
+		}
+		var key uint64
+		var v rawStats
+		it := m.Iterate()
+		for it.Next(&key, &v) {
+			out = append(out, SubflowStats{
+				Scheduler: d, Token: v.Token, ID: v.ID,
+				Local:  addrPort(v.Family, v.Saddr, v.Sport),
+				Remote: addrPort(v.Family, v.Daddr, v.Dport),
+				Sends:  v.Sends, Retrans: v.Retrans, BurstBytes: v.BurstBytes,
+			})
+		}
+		if err := it.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: reading its stats: %w", d, err))
+		}
+		m.Close()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Token != out[j].Token {
+			return out[i].Token < out[j].Token
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, errors.Join(errs...)
+}
+
+func addrPort(family uint16, a [16]byte, port uint16) netip.AddrPort {
+	const afInet6 = 10
+	if family == afInet6 {
+		return netip.AddrPortFrom(netip.AddrFrom16(a).Unmap(), port)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(a[:4])), port)
+}

@@ -1,0 +1,84 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+)
+
+// Errors callers can test for (errors.Is).
+var (
+	ErrNotRoot = kernel.ErrNotRoot
+	// ErrNoHook names what is missing and where it exists: no released
+	// kernel (checked through 7.3) can register a BPF MPTCP scheduler.
+	ErrNoHook = errors.New("this kernel has no BPF hook for MPTCP packet schedulers " +
+		"(no bpf_struct_ops_mptcp_sched_ops in its BTF): the hook and its kfuncs exist only in " +
+		"the mptcp_net-next development tree's export branch (net/mptcp/bpf.c), " +
+		"not in any released Linux (checked through 7.3); boot a kernel built from that tree, " +
+		"e.g. the test kernel in shared/kernels/mptcp-bpf-sched (docs/schedulers.md)")
+	ErrNoMPTCP        = errors.New("the kernel has no MPTCP, or it is disabled (net.mptcp.enabled=0)")
+	ErrAlreadyLoaded  = errors.New("already loaded")
+	ErrNotLoaded      = errors.New("not loaded")
+	ErrNameRegistered = errors.New("a scheduler of that name is already registered")
+	ErrUnknown        = errors.New("no such scheduler")
+)
+
+// DefaultPinRoot is where loaded schedulers are pinned unless told otherwise.
+const DefaultPinRoot = "/sys/fs/bpf/mptcp-cc-sched"
+
+// checkKernel fails with a message naming the missing kernel feature.
+func checkKernel() error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("the kernel has no readable BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y): %v; and %w", err, ErrNoHook)
+	}
+	if _, err := spec.AnyTypeByName("bpf_struct_ops_mptcp_sched_ops"); err != nil {
+		return ErrNoHook
+	}
+	return nil
+}
+
+// Available lists the schedulers the kernel offers in the current network
+// namespace (net.mptcp.available_schedulers), in its order.
+func Available() ([]string, error) {
+	b, err := os.ReadFile("/proc/sys/net/mptcp/available_schedulers")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNoMPTCP
+	}
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b)), nil
+}
+
+// IsRegistered reports whether the kernel offers a scheduler by that name.
+func IsRegistered(name string) bool {
+	names, err := Available()
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// validName follows the kernel: MPTCP_SCHED_NAME_MAX is 16 bytes with the NUL.
+func validName(name string) error {
+	if len(name) == 0 || len(name) > 15 {
+		return fmt.Errorf("scheduler name %q must be 1 to 15 characters", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("scheduler name %q: use only a-z, 0-9, '_' and '-'", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package sched_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
+	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// TestInVM boots the test kernel (the only one here with the BPF scheduler
+// hook) once and runs every TestGuest* of this package inside it.
+func TestInVM(t *testing.T) {
+	testenv.RequireRoot(t)
+	vmtest.RunTests(t, "^TestGuest", 9*time.Minute)
+}
+
+// load loads algo under a unique name and unloads it at cleanup.
+func load(t *testing.T, root, algo string, p sched.Params) string {
+	t.Helper()
+	a, err := sched.Lookup(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := testenv.Unique("t_" + algo[:min(len(algo), 4)] + "_")
+	if err := sched.Load(a, sched.Options{Name: name, PinRoot: root, Params: p}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sched.Unload(name, root); err != nil {
+			t.Errorf("unloading %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// wire is what each bottleneck carried toward the server.
+func wire(t *testing.T, n *topo.Net, paths int) []uint64 {
+	t.Helper()
+	out := make([]uint64, paths)
+	for j := range out {
+		b, _, _, err := n.BottleneckStats(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[j] = b
+	}
+	return out
+}
+
+func diff(a, b []uint64) []uint64 {
+	out := make([]uint64, len(a))
+	for i := range a {
+		out[i] = a[i] - b[i]
+	}
+	return out
+}
+
+func sum(v []uint64) (s uint64) {
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// asymmetric is two paths of rate bits/s each: a short one (path 0) and a
+// long one (path 1).
+func asymmetric(t *testing.T, rate uint64, short, long time.Duration) *topo.Net {
+	return testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: rate, Delay: short / 2},
+			{RateBits: rate, Delay: long / 2},
+		},
+		Subflows: true,
+	})
+}
+
+// minrtt carries a bulk transfer intact, uses both paths once the short
+// one's window is full, puts little more than the payload on the wire, and
+// every decision it took replays identically through its Go model.
+func TestGuestMinRTT(t *testing.T) {
+	vmtest.Guest(t)
+	root := testkernel.PinRoot(t)
+	name := load(t, root, "minrtt", sched.Params{Trace: true})
+	if !sched.IsRegistered(name) {
+		t.Fatalf("%s loaded but not in net.mptcp.available_schedulers", name)
+	}
+	n := asymmetric(t, 8e6, 10*time.Millisecond, 40*time.Millisecond)
+	if err := sched.Use(name, n.Client); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := sched.Current(n.Client); err != nil || cur != name {
+		t.Fatalf("scheduler of the client namespace: %q, %v; want %s", cur, err, name)
+	}
+	tr, err := sched.ReadTrace(root, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const payload = 4 << 20
+	w0 := wire(t, n, 2)
+	_, c := testkernel.Transfer(t, n, xfer.Options{Bytes: payload})
+	res, err := c.Wait()
+	events, terr := tr.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	if !res.Intact || res.Delivered != payload {
+		t.Fatalf("transfer: %+v", res)
+	}
+	w := diff(wire(t, n, 2), w0)
+	t.Logf("%d bytes in %v; on the wire: path 0 %d, path 1 %d (%.3fx the payload); %d decisions",
+		payload, res.Duration.Round(time.Millisecond), w[0], w[1], float64(sum(w))/payload, len(events))
+	if float64(sum(w)) > 1.1*payload {
+		t.Errorf("%d bytes on the wire for %d of payload: more than 1.1x", sum(w), payload)
+	}
+	if w[1] < payload/20 {
+		t.Errorf("the long path carried %d bytes: minrtt should spill onto it once the short one is full", w[1])
+	}
+	replay(t, "minrtt", schedmodel.Args{}, events)
+
+	st, err := sched.Stats(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sends uint64
+	for _, s := range st {
+		sends += s.Sends
+		t.Logf("subflow %d %v -> %v: %d sends, %d retrans, %d burst bytes", s.ID, s.Local, s.Remote, s.Sends, s.Retrans, s.BurstBytes)
+	}
+	if sends == 0 {
+		t.Error("the stats map counted no decisions")
+	}
+}
+
+// replay runs every traced decision through the model and fails on the
+// first that differs.
+func replay(t *testing.T, algo string, args schedmodel.Args, events []schedmodel.Trace) {
+	t.Helper()
+	m, err := schedmodel.New(algo, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 {
+		t.Fatal("no decisions traced")
+	}
+	for i, e := range events {
+		o, s := schedmodel.Replay(m, e)
+		want := e.Out
+		want.Mask &= 1<<e.Conn.N - 1
+		if want.Mask == 0 {
+			want.Burst = o.Burst // nothing scheduled: the burst is not used
+		}
+		if o != want || s != e.After {
+			t.Fatalf("decision %d of %d: BPF %+v state %v, model %+v state %v\ninputs: %+v", i, len(events), want, e.After.W, o, s.W, e.Conn)
+		}
+	}
+	t.Logf("%d decisions replayed identically through the %s model", len(events), algo)
+}
