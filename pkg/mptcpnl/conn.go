@@ -39,9 +39,14 @@ func Dial() (*Conn, error) {
 	return &Conn{c: c, family: family}, nil
 }
 
-// DialNS opens a Conn in the named network namespace (see package netns). The
-// socket stays in that namespace for its whole life.
-func DialNS(name string) (*Conn, error) { return openIn(name, Dial) }
+// DialNS opens a Conn in the named network namespace (see package netns; ""
+// is the process's). The socket stays in that namespace for its whole life.
+func DialNS(name string) (*Conn, error) {
+	if name == "" {
+		return Dial()
+	}
+	return openIn(name, Dial)
+}
 
 // openIn opens a netlink socket inside a named network namespace; the
 // socket keeps that namespace after the thread leaves it.

@@ -27,7 +27,11 @@ type Socket struct {
 	CC            string // congestion control (INET_DIAG_CONG)
 	MPTCP         bool   // a subflow of an MPTCP connection (its ULP is "mptcp")
 	Token         uint32 // local token of that MPTCP connection (0 for plain TCP)
-	Info          unix.TCPInfo
+	// BackupLocal: this side flagged the subflow backup (MP_PRIO sent or
+	// the endpoint's flag); BackupRemote: the peer did.
+	BackupLocal, BackupRemote bool
+	LocalID, RemoteID         uint8 // the path manager's address IDs
+	Info                      unix.TCPInfo
 }
 
 // TCP states (include/net/tcp_states.h).
@@ -128,6 +132,12 @@ const (
 	ulpInfoMPTCP = 3
 
 	mptcpSubflowAttrTokenLoc = 2
+	mptcpSubflowAttrFlags    = 8
+	mptcpSubflowAttrIDRem    = 9
+	mptcpSubflowAttrIDLoc    = 10
+
+	mptcpSubflowFlagBkupRem = 1 << 4
+	mptcpSubflowFlagBkupLoc = 1 << 5
 
 	reqLen = 56 // struct inet_diag_req_v2
 	msgLen = 72 // struct inet_diag_msg
@@ -230,8 +240,17 @@ func decode(b []byte) (Socket, error) {
 					case ulpInfoMPTCP:
 						ulp.Nested(func(mp *netlink.AttributeDecoder) error {
 							for mp.Next() {
-								if mp.Type() == mptcpSubflowAttrTokenLoc {
+								switch mp.Type() {
+								case mptcpSubflowAttrTokenLoc:
 									s.Token = mp.Uint32()
+								case mptcpSubflowAttrFlags:
+									f := mp.Uint32()
+									s.BackupLocal = f&mptcpSubflowFlagBkupLoc != 0
+									s.BackupRemote = f&mptcpSubflowFlagBkupRem != 0
+								case mptcpSubflowAttrIDLoc:
+									s.LocalID = mp.Uint8()
+								case mptcpSubflowAttrIDRem:
+									s.RemoteID = mp.Uint8()
 								}
 							}
 							return nil

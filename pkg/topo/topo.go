@@ -162,3 +162,12 @@ func (n *Net) BottleneckStats(j int) (sentBytes, sentPkts, dropped uint64, err e
 
 // Close removes the namespaces (and with them every device and route).
 func (n *Net) Close() error { return n.m.Close() }
+
+// Bottleneck returns the emulated link of bottleneck j (pkg/linkem), to
+// change its rate, delay or loss while traffic runs; nil when the
+// bottleneck is a plain shaped veth (no delay, loss, jitter or trace).
+func (n *Net) Bottleneck(j int) *linkem.Path {
+	n.m.mu.Lock()
+	defer n.m.mu.Unlock()
+	return n.m.accessEm[j]
+}

@@ -1,0 +1,72 @@
+package mptcpnl
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotUserspacePM is returned by SetSubflowBackup when the kernel refuses
+// a per-connection change because the namespace runs the in-kernel path
+// manager: only the userspace one (net.mptcp.pm_type=1) takes it.
+var ErrNotUserspacePM = errors.New("per-connection backup flags need the userspace path manager (net.mptcp.pm_type=1, as mptcpd runs); with the in-kernel one, flag the endpoint instead (SetEndpointFlags)")
+
+// SetSubflowBackup flags (or clears) one connection's subflows from local
+// to remote as backup and sends MP_PRIO to the peer (SET_FLAGS with a
+// token). A zero port in remote matches any port. The kernel takes this
+// only under the userspace path manager.
+func (c *Conn) SetSubflowBackup(token uint32, local, remote netip.AddrPort, backup bool) error {
+	attrs, err := encodeSubflowFlags(token, local, remote, backup)
+	if err != nil {
+		return err
+	}
+	if _, err := c.execute(cmdSetFlags, attrs, netlink.Acknowledge); err != nil {
+		// The kernel answers EINVAL ("userspace PM not selected") under
+		// the in-kernel path manager; the connection's namespace is the
+		// Conn's, which this process may not be in, so say both causes.
+		if errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("mptcpnl: backup=%v on %v->%v of connection %08x: %v (if the namespace runs the in-kernel path manager: %w)", backup, local, remote, token, err, ErrNotUserspacePM)
+		}
+		return fmt.Errorf("mptcpnl: backup=%v on %v->%v of connection %08x: %w", backup, local, remote, token, err)
+	}
+	return nil
+}
+
+func encodeSubflowFlags(token uint32, local, remote netip.AddrPort, backup bool) ([]byte, error) {
+	if !local.Addr().IsValid() || !remote.Addr().IsValid() {
+		return nil, errors.New("mptcpnl: a subflow's flags need its local and remote addresses")
+	}
+	var flags EndpointFlags
+	if backup {
+		flags = FlagBackup
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(attrToken, token)
+	addr := func(a netip.AddrPort, withFlags bool) func(*netlink.AttributeEncoder) error {
+		return func(nae *netlink.AttributeEncoder) error {
+			ip := a.Addr().Unmap()
+			if ip.Is4() {
+				nae.Uint16(addrAttrFamily, unix.AF_INET)
+				b := ip.As4()
+				nae.Bytes(addrAttrAddr4, b[:])
+			} else {
+				nae.Uint16(addrAttrFamily, unix.AF_INET6)
+				b := ip.As16()
+				nae.Bytes(addrAttrAddr6, b[:])
+			}
+			if a.Port() != 0 {
+				nae.Uint16(addrAttrPort, a.Port())
+			}
+			if withFlags {
+				nae.Uint32(addrAttrFlags, uint32(flags))
+			}
+			return nil
+		}
+	}
+	ae.Nested(attrAddr, addr(local, true))
+	ae.Nested(attrAddrRemote, addr(remote, false))
+	return ae.Encode()
+}

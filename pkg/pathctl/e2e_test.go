@@ -1,0 +1,177 @@
+package pathctl_test
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
+	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// backupFlags is the kernel's own view: which of the connection's subflows
+// (by local address) carry the local backup flag.
+func backupFlags(t *testing.T, ns string, token uint32) map[netip.Addr]bool {
+	t.Helper()
+	socks, err := sockdiag.Dump(ns, 2, sockdiag.StateSet(sockdiag.Established))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[netip.Addr]bool{}
+	for _, s := range socks {
+		if s.MPTCP && s.Token == token {
+			out[s.Local.Addr()] = s.BackupLocal
+		}
+	}
+	return out
+}
+
+func tokenOf(t *testing.T, ns string, local netip.AddrPort) uint32 {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		socks, err := sockdiag.Dump(ns, 2, sockdiag.StateSet(sockdiag.Established))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range socks {
+			if s.MPTCP && s.Local == local && s.Token != 0 {
+				return s.Token
+			}
+		}
+	}
+	t.Fatalf("no MPTCP subflow from %v", local)
+	return 0
+}
+
+// End to end, per endpoint (the in-kernel path manager): on two paths
+// where aggregation hurts (a long, lossy, slow second path and a small
+// receive buffer), the controller flags the bad path's endpoint backup -
+// the kernel reports the subflow flagged - then clears it when the paths
+// swap quality, and leaves no flag when it stops. The transfer stays
+// intact throughout.
+func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
+	good := linkem.DirectionConfig{Rate: 10e6, Delay: 10 * time.Millisecond, QueueBytes: 150000}
+	n := testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 10e6, Delay: 10 * time.Millisecond},
+			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
+		},
+		Subflows: true,
+	})
+	// A receive buffer of about the good path's BDP: buf <= RTT_max * T'.
+	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
+		t.Fatal(err)
+	}
+	_, c := testkernel.Transfer(t, n, xfer.Options{For: 30 * time.Second})
+	token := tokenOf(t, n.Client, c.Local())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var events []pathctl.Event
+	done := make(chan error, 1)
+	go func() {
+		done <- pathctl.Run(ctx, pathctl.Options{
+			NS: n.Client, Token: token, Apply: pathctl.PerEndpoint,
+			Config: pathctl.Config{Period: 250 * time.Millisecond, Hold: 12, Trial: 4},
+			Event: func(e pathctl.Event) {
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+				t.Logf("%v: %v trial=%v best=%v backup=%v (%s) err=%v", e.At.Format("15:04:05.000"), e.Decision.Mode, e.Decision.Trial, e.Decision.Best, e.Decision.Backup, e.Decision.Reason, e.Err)
+			},
+		})
+	}()
+
+	bad := topo.ClientAddr(1)
+	// held: the controller's last switch chose mode (a trial does not count).
+	held := func(mode pathctl.Mode) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := len(events) - 1; i >= 0; i-- {
+			if d := events[i].Decision; !d.Trial {
+				return d.Mode == mode
+			}
+		}
+		return false
+	}
+	waitFlag := func(want bool, within time.Duration) time.Duration {
+		t.Helper()
+		mode := pathctl.Multipath
+		if want {
+			mode = pathctl.BestPath
+		}
+		start := time.Now()
+		for time.Since(start) < within {
+			if backupFlags(t, n.Client, token)[bad] == want && held(mode) {
+				return time.Since(start)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("subflow from %v: backup flag not %v with %v chosen after %v (kernel view %v)", bad, want, mode, within, backupFlags(t, n.Client, token))
+		return 0
+	}
+	took := waitFlag(true, 12*time.Second)
+	t.Logf("the bad path was flagged backup after %v", took.Round(time.Millisecond))
+
+	// The paths swap: path 0 degrades, path 1 becomes good.
+	if err := n.Bottleneck(1).SetForward(good); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bottleneck(1).SetReverse(linkem.DirectionConfig{Delay: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bottleneck(0).SetForward(linkem.DirectionConfig{Rate: 5e5, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 9, QueueBytes: 150000}); err != nil {
+		t.Fatal(err)
+	}
+	took = waitFlag(false, 12*time.Second)
+	t.Logf("the recovered path's flag was cleared after %v", took.Round(time.Millisecond))
+
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("controller ended with %v", err)
+	}
+	for a, f := range backupFlags(t, n.Client, token) {
+		if f {
+			t.Errorf("subflow from %v still flagged backup after the controller stopped", a)
+		}
+	}
+	pm, err := mptcpnl.DialNS(n.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pm.Close()
+	eps, err := pm.Endpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		if ep.Flags&mptcpnl.FlagBackup != 0 {
+			t.Errorf("endpoint %v left flagged backup", ep)
+		}
+	}
+	res, err := c.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != res.Sent {
+		t.Fatalf("sent %d, delivered %d", res.Sent, res.Delivered)
+	}
+	if !res.Intact {
+		// Linux 6.18 corrupts MPTCP data now and then whatever we do
+		// (README, "Kernel issues found"); count it, do not blame the flags.
+		t.Logf("the kernel delivered wrong bytes from offset %d (known 6.18 MPTCP fault)", res.FirstBad)
+	}
+	mu.Lock()
+	t.Logf("%d switches; %d bytes in %v", len(events), res.Delivered, res.Duration.Round(time.Millisecond))
+	mu.Unlock()
+}

@@ -1,0 +1,402 @@
+// Package pathctl is the path controller: PAPD's mode selection (seed 004)
+// carried out on any kernel through the MPTCP backup flag (MP_PRIO), which
+// the kernel's default scheduler honours - a backup subflow is used only
+// when no other subflow can send.
+//
+// The Engine is the decision, pure and clock-free (it reads time from the
+// samples), so tests drive it with recorded series; run.go samples real
+// connections and applies the decisions through the mptcp_pm netlink
+// family.
+//
+// The rule, per connection (docs/pathctl.md has the why):
+//
+//   - Measure, never model: the goodput of a mode is the bytes the peer
+//     acknowledged while the mode ran, over the time it ran (the first
+//     period after a switch is left out: windows need it to settle). Which
+//     path is best comes from each subflow's delivery rate as TCP measures
+//     it (tcpi_delivery_rate: delivered over the sampling interval, the
+//     estimate BBR uses), the max over a window of periods.
+//   - Start in multipath. After a warm-up (slow start), try best-path mode
+//     (every other subflow backup) for a trial; keep whichever mode's
+//     measured goodput is higher by more than the margin, else the one held.
+//     Hold it, then try the other again: a recovered path is noticed.
+//   - A best path whose goodput falls below half of what it had when it was
+//     chosen cuts the hold short (the path degraded).
+//   - A stall (a subflow with data queued and no progress while a sibling
+//     idles: the default scheduler's failure mode) switches to best-path
+//     mode on the best sibling at once; a stalled best path switches back.
+package pathctl
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+)
+
+// Mode is how a connection's data is spread.
+type Mode int
+
+const (
+	Multipath Mode = iota // every subflow carries data
+	BestPath              // one subflow; the others are backup
+)
+
+func (m Mode) String() string {
+	if m == BestPath {
+		return "best-path"
+	}
+	return "multipath"
+}
+
+// SubflowID names a subflow by its addresses.
+type SubflowID struct{ Local, Remote netip.AddrPort }
+
+func (s SubflowID) String() string { return s.Local.String() + "->" + s.Remote.String() }
+
+// SubflowSample is one subflow at one moment.
+type SubflowSample struct {
+	ID           SubflowID
+	DeliveryRate uint64 // bytes/s, tcpi_delivery_rate
+	BytesAcked   uint64 // cumulative, tcpi_bytes_acked
+	NotSent      uint32 // bytes queued on it, not yet sent (tcpi_notsent_bytes)
+	SRTT         time.Duration
+	Backup       bool // flagged backup, as the kernel reports it
+}
+
+// Sample is a connection at one moment.
+type Sample struct {
+	At       time.Time
+	Subflows []SubflowSample
+}
+
+// Config tunes the engine. Zero fields take the defaults.
+type Config struct {
+	Period     time.Duration // between samples (default 500 ms)
+	Warmup     int           // periods of multipath before the first trial (default 4)
+	Trial      int           // periods a trial measures, after it settled (default 4)
+	MaxSettle  int           // periods a trial may wait to settle at most (default 16)
+	Hold       int           // periods a chosen mode is held before the next trial (default 16)
+	Margin     float64       // a trial must beat the held mode by this fraction (default 0.1)
+	RateWindow int           // periods the max delivery-rate filter spans (default 10)
+	StallAfter time.Duration // no progress with data queued for this long is a stall (default 1 s)
+	MinQueued  uint32        // bytes queued for a stall to count (default 64 KiB)
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.Period <= 0 {
+		c.Period = 500 * time.Millisecond
+	}
+	def(&c.Warmup, 4)
+	def(&c.Trial, 4)
+	def(&c.MaxSettle, 16)
+	def(&c.Hold, 16)
+	def(&c.RateWindow, 10)
+	if c.Margin <= 0 {
+		c.Margin = 0.1
+	}
+	if c.StallAfter <= 0 {
+		c.StallAfter = time.Second
+	}
+	if c.MinQueued == 0 {
+		c.MinQueued = 64 << 10
+	}
+	return c
+}
+
+// Decision is what the connection should look like now.
+type Decision struct {
+	Mode     Mode
+	Best     SubflowID   // the subflow kept in best-path mode
+	Backup   []SubflowID // subflows to flag backup; every other one is cleared
+	Switched bool        // Mode or Best changed at this step
+	Trial    bool        // the mode is on trial (not yet chosen)
+	Chosen   bool        // a trial ended at this step: Mode is the choice
+	Reason   string      // why it switched (or why it holds)
+}
+
+type phase int
+
+const (
+	holding phase = iota
+	trying
+)
+
+type subflowState struct {
+	rates     []uint64 // delivery rate per period, newest last (the max filter)
+	acked     uint64
+	lastMoved time.Time // last time its bytes_acked grew
+	seen      bool
+}
+
+// Engine decides for one connection. It is not safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	mode  Mode
+	best  SubflowID
+	phase phase
+	// the phase's steps, and bytes acked (all subflows) in each step
+	steps     int
+	stepBytes []uint64
+	stepTimes []time.Duration
+	held      Mode      // the mode to return to if a trial loses
+	heldBest  SubflowID //
+	heldRate  float64   // goodput of the held mode, bytes/s, measured before the trial
+	chosenAt  float64   // best-path goodput when best-path mode was chosen
+	length    int       // steps the current phase lasts (a trial: once settled)
+	settled   bool      // a trial's measurement has begun
+	waited    int       // steps a trial has waited to settle
+	last      time.Time
+	subflows  map[SubflowID]*subflowState
+}
+
+// NewEngine starts in multipath mode, warming up.
+func NewEngine(cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	return &Engine{cfg: cfg, mode: Multipath, phase: holding, length: cfg.Warmup, subflows: map[SubflowID]*subflowState{}}
+}
+
+// Mode is the current mode.
+func (e *Engine) Mode() Mode { return e.mode }
+
+// Step takes the next sample and returns the decision.
+func (e *Engine) Step(s Sample) Decision {
+	bytes, stalled, idle := e.observe(s)
+	var dt time.Duration
+	if !e.last.IsZero() {
+		dt = s.At.Sub(e.last)
+	}
+	e.last = s.At
+	e.steps++
+	e.stepBytes = append(e.stepBytes, bytes)
+	e.stepTimes = append(e.stepTimes, dt)
+
+	live := e.live(s)
+	if len(live) < 2 {
+		// Nothing to choose between: multipath, no flags.
+		changed := e.mode != Multipath
+		e.mode, e.phase, e.length = Multipath, holding, e.cfg.Warmup
+		e.resetPhase()
+		return e.decision(live, changed, "fewer than two subflows")
+	}
+
+	// A stall acts at once, whatever the phase.
+	if e.mode == Multipath && len(stalled) > 0 && len(idle) > 0 {
+		best := e.bestOf(idle)
+		e.enter(BestPath, best, holding, e.cfg.Hold)
+		e.chosenAt = 0
+		return e.decision(live, true, fmt.Sprintf("stall: %s has data queued and no progress for %v while %s idles", stalled[0], e.cfg.StallAfter, best))
+	}
+	if e.mode == BestPath && contains(stalled, e.best) {
+		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
+		return e.decision(live, true, fmt.Sprintf("stall: best path %s has data queued and no progress", e.best))
+	}
+	if e.mode == BestPath && !containsLive(live, e.best) {
+		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
+		return e.decision(live, true, "best path closed")
+	}
+
+	switch e.phase {
+	case holding:
+		// A best path that lost half its goodput ends the hold early.
+		if e.mode == BestPath && e.chosenAt > 0 && e.steps >= e.cfg.Trial {
+			if r := e.rate(e.cfg.Trial); r < e.chosenAt/2 {
+				e.startTrial(live)
+				return e.decision(live, true, fmt.Sprintf("best path degraded: %.0f B/s against %.0f when chosen; trying multipath", r, e.chosenAt))
+			}
+		}
+		if e.steps < e.length {
+			return e.decision(live, false, "holding")
+		}
+		e.startTrial(live)
+		return e.decision(live, true, "trial of "+e.mode.String())
+	case trying:
+		if !e.settled {
+			// What the mode left queued must drain first: data already on a
+			// subflow now backup still blocks the receiver, and windows take
+			// a couple of RTTs to adapt. Only then is the trial measured.
+			e.waited++
+			if e.waited*int(e.cfg.Period) >= 2*int(e.maxSRTT(s)) && (e.backupsDrained(s) || e.waited >= e.cfg.MaxSettle) {
+				e.settled = true
+				e.resetPhase()
+			}
+			return e.decision(live, false, "trial settling")
+		}
+		if e.steps < e.length {
+			return e.decision(live, false, "trying")
+		}
+		trial := e.rate(e.length)
+		if trial > e.heldRate*(1+e.cfg.Margin) {
+			if e.mode == BestPath {
+				e.chosenAt = trial
+			}
+			e.enter(e.mode, e.best, holding, e.cfg.Hold)
+			d := e.decision(live, false, fmt.Sprintf("%s wins: %.0f B/s against %.0f", e.mode, trial, e.heldRate))
+			d.Chosen = true
+			return d
+		}
+		mode, best := e.held, e.heldBest
+		if mode == BestPath && !containsLive(live, best) {
+			mode, best = Multipath, SubflowID{}
+		}
+		e.enter(mode, best, holding, e.cfg.Hold)
+		d := e.decision(live, true, fmt.Sprintf("%s kept: trial %.0f B/s against %.0f", mode, trial, e.heldRate))
+		d.Chosen = true
+		return d
+	}
+	return e.decision(live, false, "")
+}
+
+// startTrial measures the held mode over its last steps and switches to
+// the other mode.
+func (e *Engine) startTrial(live []SubflowID) {
+	e.held, e.heldBest = e.mode, e.best
+	e.heldRate = e.rate(e.cfg.Trial)
+	if e.mode == Multipath {
+		e.enter(BestPath, e.bestOf(live), trying, e.cfg.Trial)
+	} else {
+		e.enter(Multipath, SubflowID{}, trying, e.cfg.Trial)
+	}
+}
+
+func (e *Engine) enter(m Mode, best SubflowID, p phase, length int) {
+	e.mode, e.best, e.phase, e.length = m, best, p, length
+	e.settled, e.waited = p != trying, 0
+	e.resetPhase()
+}
+
+func (e *Engine) maxSRTT(s Sample) time.Duration {
+	var m time.Duration
+	for _, sf := range s.Subflows {
+		m = max(m, sf.SRTT)
+	}
+	return m
+}
+
+// backupsDrained: in best-path mode, no other subflow has data queued.
+func (e *Engine) backupsDrained(s Sample) bool {
+	for _, sf := range s.Subflows {
+		if e.mode == BestPath && sf.ID != e.best && sf.NotSent > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) resetPhase() {
+	e.steps = 0
+	e.stepBytes = e.stepBytes[:0]
+	e.stepTimes = e.stepTimes[:0]
+}
+
+// rate is the goodput of the phase's last n steps, bytes/s.
+func (e *Engine) rate(n int) float64 {
+	var b uint64
+	var d time.Duration
+	for i := len(e.stepBytes) - 1; i >= 0 && i >= len(e.stepBytes)-n; i-- {
+		b += e.stepBytes[i]
+		d += e.stepTimes[i]
+	}
+	if d <= 0 {
+		return 0
+	}
+	return float64(b) / d.Seconds()
+}
+
+// observe updates every subflow's state and returns the bytes acked since
+// the previous sample, the stalled subflows and the idle ones.
+func (e *Engine) observe(s Sample) (bytes uint64, stalled, idle []SubflowID) {
+	seen := map[SubflowID]bool{}
+	for _, sf := range s.Subflows {
+		seen[sf.ID] = true
+		st := e.subflows[sf.ID]
+		if st == nil {
+			st = &subflowState{lastMoved: s.At}
+			e.subflows[sf.ID] = st
+		}
+		if st.seen && sf.BytesAcked > st.acked {
+			bytes += sf.BytesAcked - st.acked
+		}
+		if !st.seen || sf.BytesAcked > st.acked {
+			st.lastMoved = s.At
+		}
+		st.acked, st.seen = sf.BytesAcked, true
+		st.rates = append(st.rates, sf.DeliveryRate)
+		if len(st.rates) > e.cfg.RateWindow {
+			st.rates = st.rates[1:]
+		}
+		if sf.NotSent >= e.cfg.MinQueued && s.At.Sub(st.lastMoved) >= e.cfg.StallAfter {
+			stalled = append(stalled, sf.ID)
+		} else if sf.NotSent == 0 {
+			idle = append(idle, sf.ID)
+		}
+	}
+	for id := range e.subflows {
+		if !seen[id] {
+			delete(e.subflows, id)
+		}
+	}
+	sortIDs(stalled)
+	sortIDs(idle)
+	return bytes, stalled, idle
+}
+
+func (e *Engine) live(s Sample) []SubflowID {
+	out := make([]SubflowID, 0, len(s.Subflows))
+	for _, sf := range s.Subflows {
+		out = append(out, sf.ID)
+	}
+	sortIDs(out)
+	return out
+}
+
+// bestOf is the subflow with the highest windowed-max delivery rate; ties
+// go to the first in address order, so decisions are reproducible.
+func (e *Engine) bestOf(ids []SubflowID) SubflowID {
+	var best SubflowID
+	var top uint64
+	for i, id := range ids {
+		var m uint64
+		if st := e.subflows[id]; st != nil {
+			for _, r := range st.rates {
+				m = max(m, r)
+			}
+		}
+		if i == 0 || m > top {
+			best, top = id, m
+		}
+	}
+	return best
+}
+
+func (e *Engine) decision(live []SubflowID, switched bool, reason string) Decision {
+	d := Decision{Mode: e.mode, Best: e.best, Switched: switched, Reason: reason, Trial: e.phase == trying}
+	if e.mode == BestPath {
+		for _, id := range live {
+			if id != e.best {
+				d.Backup = append(d.Backup, id)
+			}
+		}
+	}
+	return d
+}
+
+func sortIDs(ids []SubflowID) {
+	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
+}
+
+func contains(ids []SubflowID, id SubflowID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func containsLive(ids []SubflowID, id SubflowID) bool { return contains(ids, id) }

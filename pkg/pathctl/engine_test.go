@@ -1,0 +1,222 @@
+package pathctl
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	pathA = SubflowID{netip.MustParseAddrPort("10.0.0.1:1000"), netip.MustParseAddrPort("10.1.0.1:80")}
+	pathB = SubflowID{netip.MustParseAddrPort("10.0.1.1:1001"), netip.MustParseAddrPort("10.1.0.1:80")}
+)
+
+// fakeNet is a recorded series made on the fly: each step the connection
+// gains the goodput its current mode gets, split as the mode splits it, and
+// each path reports its delivery rate.
+type fakeNet struct {
+	t0     time.Time
+	step   int
+	acked  map[SubflowID]uint64
+	rateA  uint64 // delivery rate of each path alone, bytes/s
+	rateB  uint64
+	mp     uint64 // goodput in multipath mode, bytes/s
+	period time.Duration
+}
+
+func newFakeNet(rateA, rateB, mp uint64) *fakeNet {
+	return &fakeNet{t0: time.Unix(1000, 0), acked: map[SubflowID]uint64{}, rateA: rateA, rateB: rateB, mp: mp, period: 500 * time.Millisecond}
+}
+
+// next returns the sample at the end of a step run under decision d.
+func (f *fakeNet) next(d Decision) Sample {
+	f.step++
+	secs := f.period.Seconds()
+	if d.Mode == BestPath {
+		r := f.rateA
+		if d.Best == pathB {
+			r = f.rateB
+		}
+		f.acked[d.Best] += uint64(float64(r) * secs)
+	} else {
+		// multipath goodput, split by the paths' rates
+		a := float64(f.mp) * float64(f.rateA) / float64(f.rateA+f.rateB)
+		f.acked[pathA] += uint64(a * secs)
+		f.acked[pathB] += uint64((float64(f.mp) - a) * secs)
+	}
+	return Sample{At: f.t0.Add(time.Duration(f.step) * f.period), Subflows: []SubflowSample{
+		{ID: pathA, DeliveryRate: f.rateA, BytesAcked: f.acked[pathA]},
+		{ID: pathB, DeliveryRate: f.rateB, BytesAcked: f.acked[pathB]},
+	}}
+}
+
+// trialShare is the time a held mode gives to trials with the default
+// config and no RTT: one step settling and 4 measured, every 16 held.
+const trialShare = 5.0 / 21
+
+// run drives the engine for n steps and returns the share of steps spent
+// in each mode and the decisions that switched.
+func run(t *testing.T, e *Engine, f *fakeNet, n int) (bestShare float64, switches []Decision) {
+	t.Helper()
+	d := Decision{Mode: Multipath}
+	best := 0
+	for i := 0; i < n; i++ {
+		d = e.Step(f.next(d))
+		if d.Mode == BestPath {
+			best++
+			if len(d.Backup) != 1 || d.Backup[0] == d.Best {
+				t.Fatalf("best-path decision %+v: want the other subflow as backup", d)
+			}
+		} else if len(d.Backup) != 0 {
+			t.Fatalf("multipath decision with backups: %+v", d)
+		}
+		if d.Switched {
+			switches = append(switches, d)
+		}
+	}
+	return float64(best) / float64(n), switches
+}
+
+// Where aggregation works (two equal paths, multipath twice either), the
+// controller stays in multipath except for its short trials.
+func TestAggregationWorksStaysMultipath(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e6, 2e6)
+	share, _ := run(t, e, f, 400)
+	if share > trialShare+0.01 {
+		t.Errorf("best-path mode %.0f%% of the time where multipath doubles goodput", 100*share)
+	}
+	if e.Mode() != Multipath && e.phase != trying {
+		t.Errorf("ended in %v while holding", e.Mode())
+	}
+}
+
+// Where aggregation hurts (seed 004: minRTT at 26% of the best path), it
+// goes to best-path mode on the better path and stays there but for the
+// re-probes.
+func TestAggregationHurtsGoesBestPath(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	share, sw := run(t, e, f, 400)
+	if share < 1-trialShare-0.01 {
+		t.Errorf("best-path mode only %.0f%% of the time where multipath gets 26%% of the best path", 100*share)
+	}
+	for _, d := range sw {
+		if d.Mode == BestPath && d.Best != pathA {
+			t.Fatalf("chose %v as best; path A delivers 1 MB/s against 0.3", d.Best)
+		}
+	}
+}
+
+// Hysteresis: a trial that wins by less than the margin changes nothing.
+func TestMarginKeepsHeldMode(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e5, 952380) // best path 5% better than multipath
+	share, _ := run(t, e, f, 420)
+	if share > trialShare+0.01 {
+		t.Errorf("best-path mode %.0f%% of the time for a 5%% gain under a 10%% margin", 100*share)
+	}
+}
+
+// A path that degrades and recovers: the controller follows both ways
+// within a few seconds.
+func TestFollowsDegradationAndRecovery(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	run(t, e, f, 60)
+	if e.Mode() != BestPath || e.best != pathA {
+		t.Fatalf("after 30 s where A is best: %v on %v", e.Mode(), e.best)
+	}
+	// Degrade just as a hold begins, so only the degradation check (not
+	// the periodic re-probe, 8 s away) can end it in time.
+	d := Decision{Mode: e.Mode(), Best: e.best}
+	for i := 0; !(e.Mode() == BestPath && e.phase == holding && e.steps == 0); i++ {
+		if i > 100 {
+			t.Fatal("never began a best-path hold")
+		}
+		d = e.Step(f.next(d))
+	}
+	// A collapses; multipath now beats A alone.
+	f.rateA, f.mp = 1e5, 4e5
+	var at int
+	for i := 1; i <= 40; i++ {
+		d = e.Step(f.next(d))
+		if d.Mode == Multipath && e.phase == holding {
+			at = i
+			break
+		}
+	}
+	// Noticing takes one measurement (4 steps), the trial one step to
+	// settle and 4 to measure.
+	if at == 0 || at > 10 {
+		t.Fatalf("took %d steps (of 500 ms) to leave a best path that lost 90%%; want within 5 s", at)
+	}
+	// A recovers.
+	f.rateA, f.mp = 1e6, 2.6e5
+	at = 0
+	for i := 1; i <= 60; i++ {
+		d = e.Step(f.next(d))
+		if d.Mode == BestPath && e.phase == holding {
+			at = i
+			break
+		}
+	}
+	if at == 0 || at > 30 {
+		t.Fatalf("took %d steps to return to the recovered path; want within 15 s", at)
+	}
+}
+
+// The default scheduler's stall: data queued on a subflow that makes no
+// progress while its sibling idles switches to best-path mode at once, on
+// the idle sibling.
+func TestStallSwitchesAtOnce(t *testing.T) {
+	e := NewEngine(Config{})
+	t0 := time.Unix(0, 0)
+	var d Decision
+	for i := 0; i <= 4; i++ {
+		s := Sample{At: t0.Add(time.Duration(i) * 500 * time.Millisecond), Subflows: []SubflowSample{
+			{ID: pathA, DeliveryRate: 1e5, BytesAcked: 1000, NotSent: 970 << 10}, // stuck
+			{ID: pathB, DeliveryRate: 1e6, BytesAcked: 5000},                     // idle
+		}}
+		d = e.Step(s)
+		if d.Switched {
+			if i < 2 {
+				t.Fatalf("switched after %d ms, before the stall time", i*500)
+			}
+			if d.Mode != BestPath || d.Best != pathB || !strings.HasPrefix(d.Reason, "stall") {
+				t.Fatalf("stall decision %+v: want best-path on the idle sibling", d)
+			}
+			return
+		}
+	}
+	t.Fatalf("no switch after 2 s of stall: %+v", d)
+}
+
+// One subflow: nothing to choose, never a backup flag.
+func TestSingleSubflowNeverFlags(t *testing.T) {
+	e := NewEngine(Config{})
+	for i := 0; i < 50; i++ {
+		d := e.Step(Sample{At: time.Unix(int64(i), 0), Subflows: []SubflowSample{{ID: pathA, BytesAcked: uint64(i) * 1e6}}})
+		if d.Mode != Multipath || len(d.Backup) != 0 {
+			t.Fatalf("one subflow: %+v", d)
+		}
+	}
+}
+
+// The best path closing returns the connection to multipath.
+func TestBestPathClosedReturnsToMultipath(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	run(t, e, f, 60)
+	if e.Mode() != BestPath {
+		t.Fatal("setup: not in best-path mode")
+	}
+	pathC := SubflowID{netip.MustParseAddrPort("10.0.2.1:1002"), netip.MustParseAddrPort("10.1.0.1:80")}
+	d := e.Step(Sample{At: f.t0.Add(time.Hour), Subflows: []SubflowSample{
+		{ID: pathB, BytesAcked: f.acked[pathB]}, {ID: pathC},
+	}})
+	if d.Mode != Multipath || !d.Switched || len(d.Backup) != 0 {
+		t.Fatalf("after the best path closed: %+v", d)
+	}
+}

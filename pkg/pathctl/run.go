@@ -1,0 +1,236 @@
+package pathctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
+)
+
+// Apply says how a backup flag reaches the kernel.
+type Apply string
+
+const (
+	// PerConnection flags the connection's own subflows (MPTCP_PM_CMD_SET_FLAGS
+	// with its token). The kernel takes it only under the userspace path
+	// manager (net.mptcp.pm_type=1, as mptcpd runs).
+	PerConnection Apply = "connection"
+	// PerEndpoint flags the in-kernel path manager's endpoint of the
+	// subflow's local address: every connection using that endpoint,
+	// present and future, treats its subflows there as backup.
+	PerEndpoint Apply = "endpoint"
+	// Auto is PerConnection under the userspace path manager, else PerEndpoint.
+	Auto Apply = "auto"
+)
+
+// Options for Run.
+type Options struct {
+	NS     string // network namespace of the connection ("" for the caller's)
+	Token  uint32 // the connection (its local token, as `mptcp-cc subflows` shows)
+	Apply  Apply  // default Auto
+	Config Config
+	// Event, if set, is called for every decision that switched or ended
+	// a trial, and every error applying one.
+	Event func(Event)
+}
+
+// Event is one switch (or a failure to apply it).
+type Event struct {
+	At       time.Time
+	Token    uint32
+	Apply    Apply
+	Decision Decision
+	Err      error
+}
+
+// ErrGone says the connection has no subflows left (it closed).
+var ErrGone = errors.New("connection closed")
+
+// Run controls one connection until it closes (returns nil) or ctx ends
+// (returns ctx's error). Whatever it flagged is cleared before it returns,
+// so it leaves no flag behind.
+func Run(ctx context.Context, o Options) (err error) {
+	if o.Token == 0 {
+		return errors.New("pathctl: no connection token given (`mptcp-cc subflows` lists them)")
+	}
+	cfg := o.Config.withDefaults()
+	sd, err := sockdiag.DialNS(o.NS)
+	if err != nil {
+		return fmt.Errorf("pathctl: %w", err)
+	}
+	defer sd.Close()
+	pm, err := mptcpnl.DialNS(o.NS)
+	if err != nil {
+		return fmt.Errorf("pathctl: %w", err)
+	}
+	defer pm.Close()
+	apply := o.Apply
+	if apply == "" || apply == Auto {
+		apply = PerEndpoint
+		if t, err := pmType(o.NS); err == nil && t == 1 {
+			apply = PerConnection
+		}
+	}
+	a := &applier{pm: pm, how: apply, token: o.Token, flagged: map[SubflowID]bool{}}
+	defer func() {
+		if cerr := a.clearAll(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	e := NewEngine(cfg)
+	tick := time.NewTicker(cfg.Period)
+	defer tick.Stop()
+	gone := 0
+	for {
+		s, serr := sample(sd, o.Token)
+		if serr != nil {
+			return serr
+		}
+		if len(s.Subflows) == 0 {
+			// A connection between its subflows (a join in progress) shows
+			// none for a moment; two empty samples in a row is a close.
+			if gone++; gone >= 2 {
+				return nil
+			}
+		} else {
+			gone = 0
+			d := e.Step(s)
+			aerr := a.apply(s, d)
+			if (d.Switched || d.Chosen || aerr != nil) && o.Event != nil {
+				o.Event(Event{At: s.At, Token: o.Token, Apply: apply, Decision: d, Err: aerr})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// sample reads the connection's subflows from sock_diag.
+func sample(sd *sockdiag.Conn, token uint32) (Sample, error) {
+	s := Sample{At: time.Now()}
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		socks, err := sd.TCP(fam, sockdiag.StateSet(sockdiag.Established))
+		if err != nil {
+			return s, fmt.Errorf("pathctl: reading subflows: %w", err)
+		}
+		for _, k := range socks {
+			if !k.MPTCP || k.Token != token {
+				continue
+			}
+			s.Subflows = append(s.Subflows, SubflowSample{
+				ID:           SubflowID{Local: k.Local, Remote: k.Remote},
+				DeliveryRate: k.Info.Delivery_rate,
+				BytesAcked:   k.Info.Bytes_acked,
+				NotSent:      k.Info.Notsent_bytes,
+				SRTT:         time.Duration(k.Info.Rtt) * time.Microsecond,
+				Backup:       k.BackupLocal,
+			})
+		}
+	}
+	return s, nil
+}
+
+// applier turns decisions into flags and remembers what it set.
+type applier struct {
+	pm      *mptcpnl.Conn
+	how     Apply
+	token   uint32
+	flagged map[SubflowID]bool
+}
+
+func (a *applier) apply(s Sample, d Decision) error {
+	want := map[SubflowID]bool{}
+	for _, id := range d.Backup {
+		want[id] = true
+	}
+	var errs []error
+	for _, sf := range s.Subflows {
+		if want[sf.ID] == sf.Backup && want[sf.ID] == a.flagged[sf.ID] {
+			continue
+		}
+		if !want[sf.ID] && !a.flagged[sf.ID] {
+			continue // flagged by someone else: not ours to clear
+		}
+		if err := a.set(sf.ID, want[sf.ID]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if want[sf.ID] {
+			a.flagged[sf.ID] = true
+		} else {
+			delete(a.flagged, sf.ID)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *applier) set(id SubflowID, backup bool) error {
+	if a.how == PerConnection {
+		return a.pm.SetSubflowBackup(a.token, id.Local, id.Remote, backup)
+	}
+	eps, err := a.pm.Endpoints()
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if ep.Addr == id.Local.Addr().Unmap() {
+			f := ep.Flags &^ mptcpnl.FlagBackup
+			if backup {
+				f |= mptcpnl.FlagBackup
+			}
+			return a.pm.SetEndpointFlags(ep.ID, f)
+		}
+	}
+	return fmt.Errorf("pathctl: subflow %v: its local address is no endpoint of the in-kernel path manager, so it cannot be flagged per endpoint; add one (`ip mptcp endpoint add %v subflow`) or run the userspace path manager for per-connection flags", id, id.Local.Addr())
+}
+
+func (a *applier) clearAll() error {
+	var errs []error
+	for id := range a.flagged {
+		if err := a.set(id, false); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, err)
+		}
+		delete(a.flagged, id)
+	}
+	return errors.Join(errs...)
+}
+
+// pmType reads net.mptcp.pm_type in a namespace.
+func pmType(ns string) (int, error) {
+	var v int
+	read := func() error {
+		b, err := os.ReadFile("/proc/sys/net/mptcp/pm_type")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &v)
+		return err
+	}
+	if ns == "" {
+		return v, read()
+	}
+	return v, netns.Do(ns, read)
+}
+
+// ParseApply checks a user's --apply value.
+func ParseApply(s string) (Apply, error) {
+	switch Apply(s) {
+	case PerConnection, PerEndpoint, Auto:
+		return Apply(s), nil
+	case "":
+		return Auto, nil
+	}
+	return "", fmt.Errorf("unknown apply mode %q: use connection, endpoint or auto", s)
+}
