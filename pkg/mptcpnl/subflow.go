@@ -45,28 +45,53 @@ func encodeSubflowFlags(token uint32, local, remote netip.AddrPort, backup bool)
 	}
 	ae := netlink.NewAttributeEncoder()
 	ae.Uint32(attrToken, token)
-	addr := func(a netip.AddrPort, withFlags bool) func(*netlink.AttributeEncoder) error {
-		return func(nae *netlink.AttributeEncoder) error {
-			ip := a.Addr().Unmap()
-			if ip.Is4() {
-				nae.Uint16(addrAttrFamily, unix.AF_INET)
-				b := ip.As4()
-				nae.Bytes(addrAttrAddr4, b[:])
-			} else {
-				nae.Uint16(addrAttrFamily, unix.AF_INET6)
-				b := ip.As16()
-				nae.Bytes(addrAttrAddr6, b[:])
-			}
-			if a.Port() != 0 {
-				nae.Uint16(addrAttrPort, a.Port())
-			}
-			if withFlags {
-				nae.Uint32(addrAttrFlags, uint32(flags))
-			}
-			return nil
-		}
-	}
-	ae.Nested(attrAddr, addr(local, true))
-	ae.Nested(attrAddrRemote, addr(remote, false))
+	ae.Nested(attrAddr, encodeAddr(local, &flags))
+	ae.Nested(attrAddrRemote, encodeAddr(remote, nil))
 	return ae.Encode()
+}
+
+// CreateSubflow asks the userspace path manager to open a subflow of the
+// connection from local (its address; ID 0 lets the kernel pick one) to
+// remote (address and port) (SUBFLOW_CREATE). Under the in-kernel path
+// manager the kernel refuses it.
+func (c *Conn) CreateSubflow(token uint32, local netip.Addr, remote netip.AddrPort) error {
+	if !local.IsValid() || !remote.Addr().IsValid() || remote.Port() == 0 {
+		return errors.New("mptcpnl: a new subflow needs a local address and a remote address and port")
+	}
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(attrToken, token)
+	ae.Nested(attrAddr, encodeAddr(netip.AddrPortFrom(local, 0), nil))
+	ae.Nested(attrAddrRemote, encodeAddr(remote, nil))
+	attrs, err := ae.Encode()
+	if err != nil {
+		return err
+	}
+	if _, err := c.execute(cmdSubflowCreate, attrs, netlink.Acknowledge); err != nil {
+		return fmt.Errorf("mptcpnl: subflow %v->%v of connection %08x: %w", local, remote, token, err)
+	}
+	return nil
+}
+
+// encodeAddr encodes an address (and its port, unless 0) nested in a
+// request, with flags when given.
+func encodeAddr(a netip.AddrPort, flags *EndpointFlags) func(*netlink.AttributeEncoder) error {
+	return func(nae *netlink.AttributeEncoder) error {
+		ip := a.Addr().Unmap()
+		if ip.Is4() {
+			nae.Uint16(addrAttrFamily, unix.AF_INET)
+			b := ip.As4()
+			nae.Bytes(addrAttrAddr4, b[:])
+		} else {
+			nae.Uint16(addrAttrFamily, unix.AF_INET6)
+			b := ip.As16()
+			nae.Bytes(addrAttrAddr6, b[:])
+		}
+		if a.Port() != 0 {
+			nae.Uint16(addrAttrPort, a.Port())
+		}
+		if flags != nil {
+			nae.Uint32(addrAttrFlags, uint32(*flags))
+		}
+		return nil
+	}
 }

@@ -51,37 +51,63 @@ func tokenOf(t *testing.T, ns string, local netip.AddrPort) uint32 {
 	return 0
 }
 
-// End to end, per endpoint (the in-kernel path manager): on two paths
-// where aggregation hurts (a long, lossy, slow second path and a small
-// receive buffer), the controller flags the bad path's endpoint backup -
-// the kernel reports the subflow flagged - then clears it when the paths
-// swap quality, and leaves no flag when it stops. The transfer stays
-// intact throughout.
-func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
-	good := linkem.DirectionConfig{Rate: 10e6, Delay: 10 * time.Millisecond, QueueBytes: 150000}
+// badPaths builds two paths where aggregation hurts - a long, lossy, slow
+// second path and a receive buffer of about the good path's BDP
+// (buf <= RTT_max * T', seed 004) - and starts a transfer over them,
+// from path 0. userspacePM: the client runs the userspace path manager and
+// the test opens the second subflow itself.
+func badPaths(t *testing.T, userspacePM bool, d time.Duration) (*topo.Net, *xfer.Client, uint32) {
+	t.Helper()
 	n := testkernel.Net(t, topo.Config{
 		Paths: []int{0, 1},
 		Bottlenecks: []topo.Shaping{
 			{RateBits: 10e6, Delay: 10 * time.Millisecond},
 			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
 		},
-		Subflows: true,
+		Subflows: !userspacePM,
 	})
-	// A receive buffer of about the good path's BDP: buf <= RTT_max * T'.
 	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
 		t.Fatal(err)
 	}
-	_, c := testkernel.Transfer(t, n, xfer.Options{For: 30 * time.Second})
+	if userspacePM {
+		if err := netns.Exec(n.Client, "sysctl", "-q", "-w", "net.mptcp.pm_type=1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, c := testkernel.Transfer(t, n, xfer.Options{For: d})
 	token := tokenOf(t, n.Client, c.Local())
+	if userspacePM {
+		pm, err := mptcpnl.DialNS(n.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pm.Close()
+		// The kernel opens subflows only once the connection is fully
+		// established (ENOTCONN before): retry for a moment.
+		var err2 error
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if err2 = pm.CreateSubflow(token, topo.ClientAddr(1), srv.Addr()); err2 == nil {
+				break
+			}
+		}
+		if err2 != nil {
+			c.Wait() // let the sink close before the network goes
+			t.Fatal(err2)
+		}
+	}
+	return n, c, token
+}
 
+// controller runs pathctl on the connection in the background; stop
+// cancels it and returns its error and the events it reported.
+func controller(t *testing.T, ns string, token uint32, apply pathctl.Apply) (held func(pathctl.Mode) bool, stop func() (error, []pathctl.Event)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var mu sync.Mutex
 	var events []pathctl.Event
 	done := make(chan error, 1)
 	go func() {
 		done <- pathctl.Run(ctx, pathctl.Options{
-			NS: n.Client, Token: token, Apply: pathctl.PerEndpoint,
+			NS: ns, Token: token, Apply: apply,
 			Config: pathctl.Config{Period: 250 * time.Millisecond, Hold: 12, Trial: 4},
 			Event: func(e pathctl.Event) {
 				mu.Lock()
@@ -91,10 +117,8 @@ func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
 			},
 		})
 	}()
-
-	bad := topo.ClientAddr(1)
-	// held: the controller's last switch chose mode (a trial does not count).
-	held := func(mode pathctl.Mode) bool {
+	// held: the controller's last decision chose mode (a trial does not count).
+	held = func(mode pathctl.Mode) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for i := len(events) - 1; i >= 0; i-- {
@@ -104,48 +128,50 @@ func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
 		}
 		return false
 	}
-	waitFlag := func(want bool, within time.Duration) time.Duration {
-		t.Helper()
-		mode := pathctl.Multipath
-		if want {
-			mode = pathctl.BestPath
-		}
-		start := time.Now()
-		for time.Since(start) < within {
-			if backupFlags(t, n.Client, token)[bad] == want && held(mode) {
-				return time.Since(start)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("subflow from %v: backup flag not %v with %v chosen after %v (kernel view %v)", bad, want, mode, within, backupFlags(t, n.Client, token))
-		return 0
+	stop = func() (error, []pathctl.Event) {
+		cancel()
+		err := <-done
+		mu.Lock()
+		defer mu.Unlock()
+		return err, events
 	}
-	took := waitFlag(true, 12*time.Second)
-	t.Logf("the bad path was flagged backup after %v", took.Round(time.Millisecond))
+	t.Cleanup(func() { cancel() })
+	return held, stop
+}
 
-	// The paths swap: path 0 degrades, path 1 becomes good.
-	if err := n.Bottleneck(1).SetForward(good); err != nil {
-		t.Fatal(err)
+// waitFlag waits until the subflow from addr has the backup flag want (the
+// kernel's view) and the controller chose the matching mode.
+func waitFlag(t *testing.T, ns string, token uint32, addr netip.Addr, held func(pathctl.Mode) bool, want bool, within time.Duration) time.Duration {
+	t.Helper()
+	mode := pathctl.Multipath
+	if want {
+		mode = pathctl.BestPath
 	}
-	if err := n.Bottleneck(1).SetReverse(linkem.DirectionConfig{Delay: 10 * time.Millisecond}); err != nil {
-		t.Fatal(err)
+	start := time.Now()
+	for time.Since(start) < within {
+		if backupFlags(t, ns, token)[addr] == want && held(mode) {
+			return time.Since(start)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if err := n.Bottleneck(0).SetForward(linkem.DirectionConfig{Rate: 5e5, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 9, QueueBytes: 150000}); err != nil {
-		t.Fatal(err)
-	}
-	took = waitFlag(false, 12*time.Second)
-	t.Logf("the recovered path's flag was cleared after %v", took.Round(time.Millisecond))
+	t.Fatalf("subflow from %v: backup flag not %v with %v chosen after %v (kernel view %v)", addr, want, mode, within, backupFlags(t, ns, token))
+	return 0
+}
 
-	cancel()
-	if err := <-done; err != context.Canceled {
+// finish checks the controller stopped cleanly and left no flag, and the
+// transfer's bytes.
+func finish(t *testing.T, ns string, token uint32, c *xfer.Client, stop func() (error, []pathctl.Event)) {
+	t.Helper()
+	err, events := stop()
+	if err != context.Canceled {
 		t.Fatalf("controller ended with %v", err)
 	}
-	for a, f := range backupFlags(t, n.Client, token) {
+	for a, f := range backupFlags(t, ns, token) {
 		if f {
 			t.Errorf("subflow from %v still flagged backup after the controller stopped", a)
 		}
 	}
-	pm, err := mptcpnl.DialNS(n.Client)
+	pm, err := mptcpnl.DialNS(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +197,43 @@ func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
 		// (README, "Kernel issues found"); count it, do not blame the flags.
 		t.Logf("the kernel delivered wrong bytes from offset %d (known 6.18 MPTCP fault)", res.FirstBad)
 	}
-	mu.Lock()
-	t.Logf("%d switches; %d bytes in %v", len(events), res.Delivered, res.Duration.Round(time.Millisecond))
-	mu.Unlock()
+	t.Logf("%d decisions reported; %d bytes in %v", len(events), res.Delivered, res.Duration.Round(time.Millisecond))
+}
+
+// End to end, per endpoint (the in-kernel path manager): where aggregation
+// hurts, the controller flags the bad path's endpoint backup - the kernel
+// reports the subflow flagged - then clears it when the paths swap
+// quality, and leaves no flag when it stops.
+func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
+	n, c, token := badPaths(t, false, 30*time.Second)
+	held, stop := controller(t, n.Client, token, pathctl.PerEndpoint)
+	bad := topo.ClientAddr(1)
+	took := waitFlag(t, n.Client, token, bad, held, true, 12*time.Second)
+	t.Logf("the bad path was flagged backup after %v", took.Round(time.Millisecond))
+
+	// The paths swap: path 0 degrades, path 1 becomes good.
+	good := linkem.DirectionConfig{Rate: 10e6, Delay: 10 * time.Millisecond, QueueBytes: 150000}
+	if err := n.Bottleneck(1).SetForward(good); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bottleneck(1).SetReverse(linkem.DirectionConfig{Delay: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bottleneck(0).SetForward(linkem.DirectionConfig{Rate: 5e5, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 9, QueueBytes: 150000}); err != nil {
+		t.Fatal(err)
+	}
+	took = waitFlag(t, n.Client, token, bad, held, false, 12*time.Second)
+	t.Logf("the recovered path's flag was cleared after %v", took.Round(time.Millisecond))
+	finish(t, n.Client, token, c, stop)
+}
+
+// End to end, per connection (the userspace path manager, as mptcpd runs
+// it): the same decision reaches the kernel as MP_PRIO on this
+// connection's subflow alone.
+func TestControllerFlagsBadPathPerConnection(t *testing.T) {
+	n, c, token := badPaths(t, true, 16*time.Second)
+	held, stop := controller(t, n.Client, token, pathctl.Auto)
+	took := waitFlag(t, n.Client, token, topo.ClientAddr(1), held, true, 12*time.Second)
+	t.Logf("the bad path was flagged backup after %v", took.Round(time.Millisecond))
+	finish(t, n.Client, token, c, stop)
 }
