@@ -44,7 +44,7 @@ var app = (&cli.App{
 		}},
 		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token",
 			Usage: "--token TOKEN --algo NAME [--netns NAME] [--json]", Flags: cmdSet},
-		{Name: "serve", Summary: "run the daemon: load/adopt algorithms, attach policies, serve Prometheus metrics",
+		{Name: "serve", Summary: "run the daemon: load/adopt algorithms and schedulers, attach policies, serve Prometheus metrics",
 			Usage: "[--config FILE] [--config.check] [flags overriding the file]", Flags: cmdServe},
 		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)",
 			Usage: "[--sort cwnd|srtt|rate|token] [--once] [--json] [--netns NAME]", Flags: cmdTop},
