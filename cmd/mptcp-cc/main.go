@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 var app = (&cli.App{
@@ -37,10 +38,10 @@ var app = (&cli.App{
 			{Name: "list", Summary: "show this build's schedulers, the loaded ones with their counters, the kernel's, and each network namespace's",
 				Usage: "[--json]", Flags: cmdSchedList},
 			{Name: "load", Summary: "register a scheduler with the kernel (stays after exit)",
-				Usage: "NAME [--name NAME] [--trace] [--arg INDEX=VALUE]...", Positional: true, Flags: cmdSchedLoad},
-			{Name: "unload", Summary: "unregister a loaded scheduler", Usage: "NAME", Positional: true, Flags: cmdSchedUnload},
+				Usage: "NAME [--name NAME] [--trace] [--arg INDEX=VALUE]...", Positional: true, Values: sched.Names(), Flags: cmdSchedLoad},
+			{Name: "unload", Summary: "unregister a loaded scheduler", Usage: "NAME", Positional: true, Values: sched.Names(), Flags: cmdSchedUnload},
 			{Name: "use", Summary: "give new MPTCP connections of a network namespace a registered scheduler (net.mptcp.scheduler)",
-				Usage: "NAME [--netns NAME] [--json]", Positional: true, Flags: cmdSchedUse},
+				Usage: "NAME [--netns NAME] [--json]", Positional: true, Values: append([]string{"default"}, sched.Names()...), Flags: cmdSchedUse},
 		}},
 		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token",
 			Usage: "--token TOKEN --algo NAME [--netns NAME] [--json]", Flags: cmdSet},

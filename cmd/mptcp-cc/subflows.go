@@ -104,11 +104,11 @@ func subflowTable(out io.Writer, subs []stats.Subflow) error {
 // schedBytes shortens a byte count for the tables.
 func schedBytes(b uint64) string {
 	switch {
-	case b >= 10<<30:
+	case b >= 1<<30:
 		return fmt.Sprintf("%.1fGiB", float64(b)/(1<<30))
-	case b >= 10<<20:
+	case b >= 1<<20:
 		return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
-	case b >= 10<<10:
+	case b >= 1<<10:
 		return fmt.Sprintf("%.1fKiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", b)

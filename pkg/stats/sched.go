@@ -43,13 +43,18 @@ type schedKey struct {
 // counters for (a scheduler unloaded and loaded again while it lived)
 // takes the first in counters' order.
 func JoinSched(subs []Subflow, loaded []sched.Loaded, counters []sched.SubflowStats) (unjoined []sched.SubflowStats) {
+	for i := range subs {
+		subs[i].Sched = nil
+	}
+	if len(counters) == 0 {
+		return nil // no scheduler of ours: no index to build at every scrape
+	}
 	algo := make(map[string]string, len(loaded))
 	for _, l := range loaded {
 		algo[l.Name] = l.Algorithm
 	}
 	idx := make(map[schedKey]int, len(subs))
 	for i := range subs {
-		subs[i].Sched = nil
 		if subs[i].MPTCP {
 			idx[schedKey{subs[i].Token, subs[i].Local, subs[i].Remote}] = i
 		}
