@@ -14,6 +14,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/events"
+	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -134,6 +136,31 @@ func TestGuestSchedCLI(t *testing.T) {
 	t.Logf("subflows:\n%s", text)
 	if !strings.Contains(text, "SCHED") || strings.Count(text, name) != 2 {
 		t.Errorf("the subflows table lacks the scheduler's columns")
+	}
+	var frame events.Frame
+	if err := json.Unmarshal(run("top", "--once", "--json", "--no-events", "--interval", "200ms", "--bpffs", root, "--sched-bpffs", schedRoot), &frame); err != nil {
+		t.Fatal(err)
+	}
+	if len(frame.Connections) != 1 || !slices.ContainsFunc(frame.Connections[0].Subflows, func(s events.SubflowRow) bool { return s.Sched != nil && s.Sched.Name == name }) {
+		t.Errorf("top --json: no subflow with %s's counters: %+v", name, frame.Connections)
+	}
+
+	// The metrics, read the way serve reads them.
+	var exp strings.Builder
+	src := stats.Pinned{Root: root, SchedRoot: schedRoot, Netns: []string{n.Client}}
+	if err := metrics.NewCollector(src, metrics.Options{MaxSubflows: 10}).WriteText(&exp); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"mptcp_cc_scrape_error 0",
+		`mptcp_cc_scheduler_registered{scheduler="` + name + `",algo="minrtt"} 1`,
+		`mptcp_cc_netns_scheduler_info{netns="` + n.Client + `",scheduler="` + name + `"} 1`,
+		`scheduler="` + name + `",kind="send"}`,
+		`mptcp_cc_subflow_scheduler_burst_bytes_total{cc="` + ccName + `"`,
+	} {
+		if !strings.Contains(exp.String(), want) {
+			t.Errorf("the metrics lack %s", want)
+		}
 	}
 
 	// Unloaded in the middle of the transfer: the connection keeps the
