@@ -10,7 +10,9 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 // Every command fed invalid values: exit 2 for a wrong command line, 1 for
@@ -24,9 +26,23 @@ func TestBadInput(t *testing.T) {
 	noNS := testenv.Unique("mptcp-cc-none-")
 	notBPFFS := t.TempDir() // must stay empty: nothing is created before the check
 	const long = "much_too_long_a_name"
-	env := []string{"MPTCP_CC_BPFFS=" + root, "MPTCP_CC_POLICY_BPFFS=" + filepath.Join(bpffs, "policy")}
+	env := []string{"MPTCP_CC_BPFFS=" + root, "MPTCP_CC_POLICY_BPFFS=" + filepath.Join(bpffs, "policy"), "MPTCP_CC_SCHED_BPFFS=" + filepath.Join(bpffs, "sched")}
 	bad := testkernel.Bad
-	testkernel.CheckBadArgs(t, bin, root, env, []testkernel.BadArgs{
+	scheds := strings.Join(sched.Names(), ", ")
+	first := sched.Names()[0]
+	var noHook []testkernel.BadArgs
+	if !kernel.Probe().SchedStructOps {
+		// This machine: every valid load is refused, naming the kernel type
+		// that is missing and where the hook exists, with nothing pinned.
+		for _, a := range sched.Names() {
+			noHook = append(noHook,
+				bad(1, []string{"sched", "load", a}, sched.ErrNoHook.Error(), "bpf_struct_ops_mptcp_sched_ops", "mptcp_net-next"),
+				bad(1, []string{"sched", "load", a, "--name", "t_" + a[:min(len(a), 8)], "--trace", "--arg", "0=1"}, sched.ErrNoHook.Error()))
+		}
+	} else {
+		t.Log("this kernel has the scheduler hook: the refusal of sched load without it is not checked")
+	}
+	testkernel.CheckBadArgs(t, bin, root, env, append(noHook, []testkernel.BadArgs{
 		bad(2, []string{"frobnicate"}, `unknown command "frobnicate"`),
 
 		bad(2, []string{"load"}, "--algo is required", "one of balia, lia, olia, rsf"),
@@ -99,7 +115,35 @@ func TestBadInput(t *testing.T) {
 
 		bad(2, []string{"version", "--json=maybe"}, `invalid boolean value "maybe"`),
 		bad(2, []string{"version", "extra"}, `unexpected argument "extra"`),
-	})
+
+		bad(2, []string{"sched"}, "say what to do: list, load, unload or use"),
+		bad(2, []string{"sched", "frobnicate"}, `unknown subcommand "frobnicate"`),
+		bad(2, []string{"sched", "load"}, "say which scheduler: one of "+scheds),
+		bad(1, []string{"sched", "load", "nope"}, `no such scheduler "nope"`, "choose one of "+scheds),
+		bad(2, []string{"sched", "load", first, "extra"}, `unexpected argument "extra"`),
+		bad(1, []string{"sched", "load", first, "--name", long}, long, "1 to 15 characters"),
+		bad(1, []string{"sched", "load", first, "--name", "a/b"}, `"a/b"`, "use only a-z"),
+		bad(1, []string{"sched", "load", first, "--name", "default"}, "the kernel's own scheduler", "--name"),
+		bad(2, []string{"sched", "load", first, "--arg", "6=1"}, `invalid value "6=1" for flag -arg`, "INDEX 0 to 5"),
+		bad(2, []string{"sched", "load", first, "--arg", "0=x"}, `"x" is not a number`),
+		bad(2, []string{"sched", "load", first, "--arg", "0"}, "INDEX=VALUE"),
+		bad(2, []string{"sched", "load", first, "--arg", "0=1", "--arg", "0=2"}, "tunable 0 is given twice"),
+		bad(1, []string{"sched", "load", first, "--bpffs", "relative/dir"}, `--bpffs "relative/dir" is not an absolute path`),
+		bad(1, []string{"sched", "load", first, "--bpffs", notBPFFS + "/sched"}, "is not on a bpf filesystem", "mount -t bpf"),
+		bad(2, []string{"sched", "unload"}, "say which scheduler"),
+		bad(1, []string{"sched", "unload", "../../etc"}, `"../../etc"`, "use only a-z"),
+		bad(1, []string{"sched", "unload", "t_none_loaded"}, "t_none_loaded is not loaded", "`mptcp-cc sched list`"),
+		bad(2, []string{"sched", "unload", "a", "b"}, `unexpected argument "b"`),
+		bad(2, []string{"sched", "use"}, "say which scheduler", "`mptcp-cc sched list`"),
+		bad(1, []string{"sched", "use", "t_unregistered"}, `"t_unregistered" is not registered`, "default", "mptcp-cc sched load"),
+		bad(1, []string{"sched", "use", first, "--netns", noNS}, noNS, "does not exist", "ip netns list"),
+		bad(1, []string{"sched", "use", "default", "--netns", "../../proc/1/ns/net"}, "no '/'"),
+		bad(2, []string{"sched", "list", "--json=maybe"}, `invalid boolean value "maybe"`),
+		bad(2, []string{"sched", "list", "extra"}, `unexpected argument "extra"`),
+		bad(1, []string{"sched", "list", "--bpffs", "relative/dir"}, "not an absolute path"),
+		bad(1, []string{"subflows", "--sched-bpffs", "relative/dir"}, `--sched-bpffs "relative/dir" is not an absolute path`),
+		bad(1, []string{"top", "--once", "--sched-bpffs", "relative/dir"}, `--sched-bpffs "relative/dir" is not an absolute path`),
+	}...))
 	if entries, _ := os.ReadDir(notBPFFS); len(entries) != 0 {
 		t.Errorf("a --bpffs off bpffs left %v", entries)
 	}

@@ -1,6 +1,6 @@
-// mptcp-cc loads coupled MPTCP congestion controls (BPF struct_ops) into the
-// running kernel and shows what every subflow is doing. It only turns flags
-// into calls of pkg/cc and pkg/stats.
+// mptcp-cc loads coupled MPTCP congestion controls and packet schedulers
+// (BPF struct_ops) into the running kernel and shows what every subflow is
+// doing. It only turns flags into calls of pkg/cc, pkg/sched and pkg/stats.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 var app = (&cli.App{
@@ -33,9 +34,18 @@ var app = (&cli.App{
 				Usage: "--cgroup DIR [--algo NAME | --rule ID]", Flags: cmdPolicyDetach},
 			{Name: "list", Summary: "show every policy, its rules and what they did", Usage: "[--json]", Flags: cmdPolicyList},
 		}},
+		{Name: "sched", Summary: "MPTCP packet schedulers (BPF; kernels with the hook): load, list, use, unload", Help: schedHelp, Sub: []cli.Command{
+			{Name: "list", Summary: "show this build's schedulers, the loaded ones with their counters, the kernel's, and each network namespace's",
+				Usage: "[--json]", Flags: cmdSchedList},
+			{Name: "load", Summary: "register a scheduler with the kernel (stays after exit)",
+				Usage: "NAME [--name NAME] [--trace] [--arg INDEX=VALUE]...", Positional: true, Values: sched.Names(), Flags: cmdSchedLoad},
+			{Name: "unload", Summary: "unregister a loaded scheduler", Usage: "NAME", Positional: true, Values: sched.Names(), Flags: cmdSchedUnload},
+			{Name: "use", Summary: "give new MPTCP connections of a network namespace a registered scheduler (net.mptcp.scheduler)",
+				Usage: "NAME [--netns NAME] [--json]", Positional: true, Values: append([]string{"default"}, sched.Names()...), Flags: cmdSchedUse},
+		}},
 		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token",
 			Usage: "--token TOKEN --algo NAME [--netns NAME] [--json]", Flags: cmdSet},
-		{Name: "serve", Summary: "run the daemon: load/adopt algorithms, attach policies, serve Prometheus metrics",
+		{Name: "serve", Summary: "run the daemon: load/adopt algorithms and schedulers, attach policies, serve Prometheus metrics",
 			Usage: "[--config FILE] [--config.check] [flags overriding the file]", Flags: cmdServe},
 		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)",
 			Usage: "[--sort cwnd|srtt|rate|token] [--once] [--json] [--netns NAME]", Flags: cmdTop},
@@ -68,8 +78,13 @@ func needsRoot(err error, root string) error {
 // bpffs: the directory made before pinning failed would be left behind.
 // /sys/fs/bpf is exempt: load mounts bpffs there when nothing is.
 func checkPinRoot(root string, creating bool) error {
+	return checkPinRootFlag("--bpffs", root, creating)
+}
+
+// checkPinRootFlag is checkPinRoot for a root given by another flag.
+func checkPinRootFlag(flagName, root string, creating bool) error {
 	if !filepath.IsAbs(root) {
-		return fmt.Errorf("--bpffs %q is not an absolute path: give a directory on bpffs such as /sys/fs/bpf/mptcp-cc", root)
+		return fmt.Errorf("%s %q is not an absolute path: give a directory on bpffs such as /sys/fs/bpf/mptcp-cc", flagName, root)
 	}
 	if !creating || strings.HasPrefix(filepath.Clean(root)+"/", "/sys/fs/bpf/") {
 		return nil
@@ -87,7 +102,7 @@ func checkPinRoot(root string, creating bool) error {
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(existing, &st); err == nil && st.Type != unix.BPF_FS_MAGIC {
-		return fmt.Errorf("--bpffs %s is not on a bpf filesystem: use a directory under /sys/fs/bpf, or mount one first (mount -t bpf bpf DIR)", root)
+		return fmt.Errorf("%s %s is not on a bpf filesystem: use a directory under /sys/fs/bpf, or mount one first (mount -t bpf bpf DIR)", flagName, root)
 	}
 	return nil
 }

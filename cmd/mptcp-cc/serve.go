@@ -33,6 +33,7 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 	check := fs.Bool("config.check", false, "validate the configuration file and exit, touching nothing (exit 0: valid, 1: not)")
 	root := pinRootFlag(fs)
 	policyRoot := fs.String("policy-bpffs", "", "bpffs directory for policy pins (default: <bpffs>-policy)")
+	schedRoot := fs.String("sched-bpffs", "", "bpffs directory for packet scheduler pins (default: <bpffs>-sched)")
 	listen := fs.String("web.listen-address", "127.0.0.1:9464", "address to serve /metrics on")
 	allowRemote := fs.Bool("web.allow-remote", false, "allow a listen address that is not loopback")
 	maxSubflows := fs.Int("metrics.max-subflows", 4096, "bound on subflows exported with per-subflow series (0: aggregates only)")
@@ -53,6 +54,9 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 			}
 			if set["policy-bpffs"] {
 				cfg.PolicyBPFFS = *policyRoot
+			}
+			if set["sched-bpffs"] {
+				cfg.SchedBPFFS = *schedRoot
 			}
 			if set["web.listen-address"] {
 				cfg.Metrics.ListenAddress = *listen
@@ -92,8 +96,8 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 		}
 		if *check {
 			r := cfg.Resolve()
-			fmt.Fprintf(out, "%s: valid: %d algorithm(s), %d policy rule(s), metrics on %s (max %d subflows), on_exit %s, pins under %s\n",
-				*configFile, len(r.Algorithms), len(r.Policies), r.Metrics.ListenAddress, *r.Metrics.MaxSubflows, r.OnExit, r.BPFFS)
+			fmt.Fprintf(out, "%s: valid: %d algorithm(s), %d policy rule(s), %d scheduler(s), %d namespace scheduler(s), metrics on %s (max %d subflows), on_exit %s, pins under %s\n",
+				*configFile, len(r.Algorithms), len(r.Policies), len(r.Schedulers), len(r.NetnsSchedulers), r.Metrics.ListenAddress, *r.Metrics.MaxSubflows, r.OnExit, r.BPFFS)
 			return nil
 		}
 

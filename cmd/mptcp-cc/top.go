@@ -31,11 +31,15 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
 	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
 	root := pinRootFlag(fs)
+	schedRoot := schedRootFlag(fs, "sched-bpffs")
 	return func(_ []string, out io.Writer) error {
 		if err := events.SortConns(nil, *sortBy); err != nil {
 			return fmt.Errorf("--sort: %v", err)
 		}
 		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
+		if err := checkPinRootFlag("--sched-bpffs", *schedRoot, false); err != nil {
 			return err
 		}
 		if *keepClosed < 0 {
@@ -45,7 +49,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 			return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
 		}
 		// Fail early with the map error (not root, nothing loaded ...).
-		src := stats.Pinned{Root: *root}
+		src := stats.Pinned{Root: *root, SchedRoot: *schedRoot}
 		if _, err := src.Read(); err != nil {
 			return needsRoot(err, *root)
 		}
@@ -185,9 +189,20 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 	}
 	w.WriteString(eol)
 
+	// The scheduler's columns only when one of ours schedules a connection.
+	scheduled := false
+	for _, c := range f.Connections {
+		for _, s := range c.Subflows {
+			scheduled = scheduled || s.Sched != nil
+		}
+	}
 	var tb bytes.Buffer
 	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOKEN/SF\tCC\tLOCAL\tREMOTE\tIDS\tSTATE\tCWND\tSSTHRESH\tSRTT\tRATE\tLOSS\tLOST\tRETRANS\tCOUPLED\tAGE\t")
+	fmt.Fprint(tw, "TOKEN/SF\tCC\tLOCAL\tREMOTE\tIDS\tSTATE\tCWND\tSSTHRESH\tSRTT\tRATE\tLOSS\tLOST\tRETRANS\tCOUPLED\tAGE\t")
+	if scheduled {
+		fmt.Fprint(tw, "SCHED\tPICKS\tBURST\t")
+	}
+	fmt.Fprintln(tw)
 	rows := 1
 	for _, c := range f.Connections {
 		token := c.Token
@@ -202,8 +217,12 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 		if c.SubflowsSeen > len(c.Subflows) {
 			subs = fmt.Sprintf("%d/%d sf", len(c.Subflows), c.SubflowsSeen)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%d\t\t%s\t%s\t\t%d\t%d\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%d\t\t%s\t%s\t\t%d\t%d\t%s\t%s\t",
 			token, c.CC, subs, c.Cwnd, srtt, topRate(c.Rate), c.Lost, c.Retrans, topCoupled(c.CoupledName, c.Coupled), topAge(c.Created, f.Time))
+		if scheduled {
+			fmt.Fprint(tw, topConnSched(c))
+		}
+		fmt.Fprintln(tw)
 		rows++
 		for i, s := range c.Subflows {
 			branch := "├"
@@ -218,9 +237,15 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			if s.Backup {
 				state += ",backup"
 			}
-			fmt.Fprintf(tw, " %s sf %d\t\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n",
+			fmt.Fprintf(tw, " %s sf %d\t\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t",
 				branch, s.SubflowID, s.Local, s.Remote, ids, state, s.Cwnd, stats.FormatSsthresh(s.Ssthresh), topMs(s.SRTT.Seconds()),
 				topRate(s.Rate), topLoss(s.LossRatio), s.Lost, s.Retrans, topCoupled("", s.Coupled), topAge(s.Established, f.Time))
+			if sc := s.Sched; sc != nil {
+				fmt.Fprintf(tw, "\t%d\t%s\t", sc.Sends+sc.Retrans, schedBytes(sc.BurstBytes))
+			} else if scheduled {
+				fmt.Fprint(tw, "\t-\t\t")
+			}
+			fmt.Fprintln(tw)
 			rows++
 		}
 	}
@@ -263,6 +288,28 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			w.WriteString(eol)
 		}
 	}
+}
+
+// topConnSched is a connection's scheduler cells: its scheduler's name
+// and what it gave the connection's subflows in all.
+func topConnSched(c events.ConnRow) string {
+	name := ""
+	var picks, burst uint64
+	for _, s := range c.Subflows {
+		if sc := s.Sched; sc != nil {
+			if name != "" && name != sc.Name {
+				name += "," + sc.Name
+			} else if name == "" {
+				name = sc.Name
+			}
+			picks += sc.Sends + sc.Retrans
+			burst += sc.BurstBytes
+		}
+	}
+	if name == "" {
+		return "-\t\t\t"
+	}
+	return fmt.Sprintf("%s\t%d\t%s\t", name, picks, schedBytes(burst))
 }
 
 func topMs(sec float64) string { return fmt.Sprintf("%.1fms", sec*1e3) }

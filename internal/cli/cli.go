@@ -45,6 +45,9 @@ type Command struct {
 	// Positional: the command takes arguments besides its flags, and flags
 	// may follow them (mptcp-lab run FILE --out DIR).
 	Positional bool
+	// Values are what a positional argument usually is, for the shell
+	// completions (without them, file names are completed).
+	Values []string
 	// Sub are subcommands (mptcp-cc policy attach).
 	Sub []Command
 	// Hidden commands run but are listed nowhere (internal helpers).

@@ -41,6 +41,9 @@ func testApp(got *[]string) *App {
 					return nil
 				}
 			}},
+			{Name: "pick", Summary: "takes a name", Usage: "NAME", Positional: true, Values: []string{"alpha", "beta"}, Flags: func(*flag.FlagSet) Action {
+				return func(args []string, out io.Writer) error { fmt.Fprint(out, strings.Join(args, ",")); return nil }
+			}},
 			{Name: "group", Summary: "has subcommands", Help: "Group help.", Sub: []Command{
 				{Name: "one", Summary: "the first", Usage: "--x", Flags: func(fs *flag.FlagSet) Action {
 					x := fs.Bool("x", false, "a switch")
@@ -168,7 +171,7 @@ func TestCompletion(t *testing.T) {
 		if err := testApp(&hidden).WriteCompletion(&out, shell); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"group", "--out", "--x"} {
+		for _, want := range []string{"group", "--out", "--x", "alpha beta"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%s completion lacks %q", shell, want)
 			}
@@ -194,12 +197,13 @@ func TestCompletion(t *testing.T) {
 	script := out.String() + `
 COMP_WORDS=(prog group one --); COMP_CWORD=3; _prog; echo "${COMPREPLY[@]}"
 COMP_WORDS=(prog gr); COMP_CWORD=1; _prog; echo "${COMPREPLY[@]}"
+COMP_WORDS=(prog pick al); COMP_CWORD=2; _prog; echo "${COMPREPLY[@]}"
 `
 	b, err := exec.Command("bash", "-c", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("bash: %v\n%s", err, b)
 	}
-	if got := string(b); got != "--x\ngroup\n" {
-		t.Errorf("bash completion offered %q, want %q", got, "--x\ngroup\n")
+	if got := string(b); got != "--x\ngroup\nalpha\n" {
+		t.Errorf("bash completion offered %q, want %q", got, "--x\ngroup\nalpha\n")
 	}
 }

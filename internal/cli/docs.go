@@ -206,6 +206,7 @@ func (a *App) words() map[string][]string {
 			for _, f := range flagsOf(c) {
 				m[path] = append(m[path], "--"+f.name)
 			}
+			m[path] = append(m[path], c.Values...)
 		}
 	}
 	walk(a.Commands, "")
@@ -283,7 +284,10 @@ func (a *App) zshCompletion(w io.Writer) error {
 				}
 				specs = append(specs, zq(spec))
 			}
-			if c.Positional {
+			switch {
+			case c.Positional && len(c.Values) > 0:
+				specs = append(specs, zq("1:argument:("+strings.Join(c.Values, " ")+")"))
+			case c.Positional:
 				specs = append(specs, zq("*:argument:_files"))
 			}
 			fmt.Fprintf(&b, "\t%q)\n\t\t_arguments %s ;;\n", path, strings.Join(specs, " "))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 // BadArgs is one invalid command line and what must come of it.
@@ -27,13 +28,17 @@ func Bad(code int, args []string, want ...string) BadArgs {
 // CheckBadArgs runs bin (testenv.Binary) with every case's arguments and
 // env added to the environment. Each case must exit with its code, say
 // what it wants, and leave nothing behind: the bpffs of root (what PinRoot
-// returned) holds no pin, and no congestion control or network namespace
-// appeared that the command could have made.
+// returned) holds no pin, no congestion control, packet scheduler or
+// network namespace appeared that the command could have made, and the
+// caller's namespace gives new MPTCP connections the scheduler it gave
+// before.
 func CheckBadArgs(t *testing.T, bin, root string, env []string, cases []BadArgs) {
 	t.Helper()
 	bpffs := filepath.Dir(root)
 	for _, c := range cases {
 		ccs, nss := registered(t), namespaces(t)
+		scheds, _ := sched.Available()
+		cur, _ := sched.Current("")
 		cmd := exec.Command(bin, c.Args...)
 		cmd.Env = append(os.Environ(), env...)
 		out, _ := cmd.CombinedOutput()
@@ -67,6 +72,15 @@ func CheckBadArgs(t *testing.T, bin, root string, env []string, cases []BadArgs)
 			if !slices.Contains(nss, n) && mine(n) {
 				t.Errorf("%s left network namespace %s", line, n)
 			}
+		}
+		now, _ := sched.Available()
+		for _, n := range now {
+			if !slices.Contains(scheds, n) && mine(n) {
+				t.Errorf("%s left packet scheduler %s registered", line, n)
+			}
+		}
+		if after, _ := sched.Current(""); after != cur {
+			t.Errorf("%s changed this namespace's scheduler from %q to %q", line, cur, after)
 		}
 	}
 }

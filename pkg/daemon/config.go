@@ -25,6 +25,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 // OnExit says what the daemon does with what it set up when it is told to stop.
@@ -51,12 +52,51 @@ type Config struct {
 	// PolicyBPFFS is the pin root of the policies (default: BPFFS's
 	// sibling <BPFFS>-policy, i.e. /sys/fs/bpf/mptcp-cc-policy).
 	PolicyBPFFS string `yaml:"policy_bpffs,omitempty"`
+	// SchedBPFFS is the pin root of the packet schedulers (default:
+	// BPFFS's sibling <BPFFS>-sched, i.e. /sys/fs/bpf/mptcp-cc-sched).
+	SchedBPFFS string `yaml:"sched_bpffs,omitempty"`
 	// OnExit: keep (default) or remove.
 	OnExit     OnExit      `yaml:"on_exit,omitempty"`
 	Algorithms []Algorithm `yaml:"algorithms,omitempty"`
 	Policies   []Policy    `yaml:"policies,omitempty"`
-	Metrics    Metrics     `yaml:"metrics,omitempty"`
-	Events     Events      `yaml:"events,omitempty"`
+	// Schedulers are the packet schedulers to keep loaded (a kernel with
+	// the BPF scheduler hook only).
+	Schedulers []Scheduler `yaml:"schedulers,omitempty"`
+	// NetnsSchedulers give network namespaces a scheduler for their new
+	// MPTCP connections.
+	NetnsSchedulers []NetnsScheduler `yaml:"netns_schedulers,omitempty"`
+	Metrics         Metrics          `yaml:"metrics,omitempty"`
+	Events          Events           `yaml:"events,omitempty"`
+}
+
+// Scheduler is one packet scheduler to keep loaded.
+type Scheduler struct {
+	// Name registered with the kernel (default: the scheduler's own
+	// name); what net.mptcp.scheduler and netns_schedulers select.
+	Name string `yaml:"name,omitempty"`
+	// Algo is one of this build's schedulers (pkg/sched).
+	Algo  string `yaml:"algo"`
+	Trace bool   `yaml:"trace,omitempty"`
+	// Args are the scheduler's tunables by index (at most 6; 0 keeps its
+	// default; its bpf/sched file lists them).
+	Args []uint32 `yaml:"args,omitempty"`
+}
+
+// Params are the load-time parameters of the entry.
+func (s Scheduler) Params() sched.Params {
+	p := sched.Params{Trace: s.Trace}
+	copy(p.Args[:], s.Args)
+	return p
+}
+
+// NetnsScheduler gives a network namespace's new MPTCP connections a
+// scheduler (net.mptcp.scheduler).
+type NetnsScheduler struct {
+	// Netns is a named network namespace (ip netns); empty: the daemon's own.
+	Netns string `yaml:"netns,omitempty"`
+	// Scheduler is a registered scheduler: a name of this file's
+	// schedulers, or one the kernel has ("default").
+	Scheduler string `yaml:"scheduler"`
 }
 
 // Algorithm is one congestion control to keep loaded.
@@ -182,6 +222,12 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 	if len(cfg.Events.Namespaces) == 0 {
 		cfg.Events.Namespaces = nil
 	}
+	if len(cfg.Schedulers) == 0 {
+		cfg.Schedulers = nil
+	}
+	if len(cfg.NetnsSchedulers) == 0 {
+		cfg.NetnsSchedulers = nil
+	}
 	if override != nil {
 		override(&cfg)
 	}
@@ -237,6 +283,7 @@ func (c Config) validate() []Problem {
 	v.top(c)
 	byAlgo := v.algorithms(c.Algorithms)
 	v.policies(c.Policies, byAlgo)
+	v.schedulers(c.Schedulers, c.NetnsSchedulers)
 	v.metricsAndEvents(c.Metrics, c.Events)
 	return v.probs
 }
@@ -263,6 +310,68 @@ func (v *validation) top(c Config) {
 	}
 	if c.BPFFS != "" && c.PolicyBPFFS != "" && path.Clean(c.BPFFS) == path.Clean(c.PolicyBPFFS) {
 		v.bad("policy_bpffs", "must differ from bpffs (%s): algorithms and policies are pinned in separate directories", c.BPFFS)
+	}
+	if c.SchedBPFFS != "" && !path.IsAbs(c.SchedBPFFS) {
+		v.bad("sched_bpffs", "%q is not an absolute path", c.SchedBPFFS)
+	} else if path.IsAbs(c.BPFFS) || c.BPFFS == "" {
+		// Compared as Resolve will make them, so a default cannot collide.
+		r := c.Resolve()
+		for _, other := range []struct{ field, root string }{{"bpffs", r.BPFFS}, {"policy_bpffs", r.PolicyBPFFS}} {
+			if path.Clean(r.SchedBPFFS) == path.Clean(other.root) {
+				v.bad("sched_bpffs", "%s is also %s: schedulers are pinned in a directory of their own (default <bpffs>-sched)", r.SchedBPFFS, other.field)
+			}
+		}
+	}
+}
+
+var validSchedName = validCCName
+
+// schedulers checks the schedulers and the namespaces' schedulers.
+func (v *validation) schedulers(scheds []Scheduler, nss []NetnsScheduler) {
+	names := map[string]int{}
+	for i, s := range scheds {
+		f := fmt.Sprintf("schedulers[%d]", i)
+		if s.Algo == "" {
+			v.bad(f+".algo", "missing: one of %s", strings.Join(sched.Names(), ", "))
+			continue
+		}
+		if _, err := sched.Lookup(s.Algo); err != nil {
+			v.bad(f+".algo", "%v", err)
+			continue
+		}
+		name := s.Name
+		if name == "" {
+			name = s.Algo
+		} else if !validSchedName.MatchString(name) {
+			v.bad(f+".name", "%q: a scheduler name is 1 to 15 characters of a-z, 0-9, '_' and '-'", name)
+		}
+		if name == "default" {
+			v.bad(f+".name", "\"default\" is the kernel's own scheduler: give the entry another name")
+		}
+		if j, dup := names[name]; dup {
+			v.bad(f+".name", "%q is also the name of schedulers[%d]; give one of them another name", name, j)
+		}
+		names[name] = i
+		if len(s.Args) > len(sched.Params{}.Args) {
+			v.bad(f+".args", "%d values: a scheduler has %d tunables (0 keeps one's default)", len(s.Args), len(sched.Params{}.Args))
+		}
+	}
+	seen := map[string]int{}
+	for i, n := range nss {
+		f := fmt.Sprintf("netns_schedulers[%d]", i)
+		if n.Netns != "" && netns.CheckName(n.Netns) != nil {
+			v.bad(f+".netns", "%q is not a network namespace name (as `ip netns list` shows them; leave it out for the daemon's own)", n.Netns)
+		}
+		if j, dup := seen[n.Netns]; dup {
+			v.bad(f+".netns", "netns_schedulers[%d] already sets the scheduler of %s", j, nsName(n.Netns))
+		}
+		seen[n.Netns] = i
+		switch {
+		case n.Scheduler == "":
+			v.bad(f+".scheduler", "missing: a registered scheduler (a name of schedulers, or \"default\", the kernel's own)")
+		case !validSchedName.MatchString(n.Scheduler):
+			v.bad(f+".scheduler", "%q is not a scheduler name (1 to 15 characters of a-z, 0-9, '_' and '-')", n.Scheduler)
+		}
 	}
 }
 
@@ -392,6 +501,17 @@ func (c Config) Resolve() Config {
 	if c.PolicyBPFFS == "" {
 		c.PolicyBPFFS = path.Clean(c.BPFFS) + "-policy"
 	}
+	if c.SchedBPFFS == "" {
+		c.SchedBPFFS = path.Clean(c.BPFFS) + "-sched"
+	}
+	scheds := make([]Scheduler, len(c.Schedulers))
+	for i, s := range c.Schedulers {
+		if s.Name == "" {
+			s.Name = s.Algo
+		}
+		scheds[i] = s
+	}
+	c.Schedulers = scheds
 	if c.OnExit == "" {
 		c.OnExit = OnExitKeep
 	}

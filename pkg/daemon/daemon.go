@@ -81,6 +81,7 @@ func (KernelPolicy) ResolveCgroup(dir string) (string, error) {
 type Options struct {
 	Logger *slog.Logger
 	Policy PolicyEngine // nil: KernelPolicy
+	Sched  SchedEngine  // nil: KernelSched
 	// Ready, if set, is called once everything is in place and the metrics
 	// are served, with the metrics address.
 	Ready func(addr net.Addr)
@@ -124,6 +125,12 @@ const (
 type state struct {
 	algos    map[string]action // by name
 	policies []resolvedPolicy
+	scheds   map[string]action // by name
+	netns    []netnsSet
+}
+
+func newState() *state {
+	return &state{algos: map[string]action{}, scheds: map[string]action{}}
 }
 
 type resolvedPolicy struct {
@@ -139,6 +146,7 @@ type running struct {
 	cfg     Config // resolved
 	st      *state
 	pe      PolicyEngine
+	se      SchedEngine
 	log     *slog.Logger
 	reg     *prometheus.Registry
 	handler *swapHandler
@@ -165,15 +173,19 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	if pe == nil {
 		pe = KernelPolicy{}
 	}
+	se := opts.Sched
+	if se == nil {
+		se = KernelSched{}
+	}
 	if err := checkPrivileges(); err != nil {
 		return err
 	}
 	policies, err := preflight(cfg, pe)
-	if err != nil {
+	if err = errors.Join(err, preflightSched(cfg, se)); err != nil {
 		return err
 	}
 
-	r := &running{cfg: cfg, pe: pe, log: log, handler: &swapHandler{}, inForce: &policyCollector{pe: pe, root: cfg.PolicyBPFFS, log: log}, reloads: newReloadCollector(time.Now())}
+	r := &running{cfg: cfg, pe: pe, se: se, log: log, handler: &swapHandler{}, inForce: &policyCollector{pe: pe, root: cfg.PolicyBPFFS, log: log}, reloads: newReloadCollector(time.Now())}
 	r.events = &eventWatchers{col: &events.Collector{}, log: log, stop: map[string]context.CancelFunc{}}
 	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads); err != nil {
 		return err
@@ -187,10 +199,11 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	// A reload may replace the server.
 	defer func() { _ = r.srv.Close() }()
 
-	r.st = &state{algos: map[string]action{}}
+	r.st = newState()
 	started := false
 	defer func() {
 		if err != nil && !started {
+			rollbackSched(cfg, se, r.st, log)
 			rollback(cfg, pe, r.st, log)
 		}
 	}()
@@ -200,13 +213,20 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	if err := setUpPolicies(cfg, pe, policies, r.st, log); err != nil {
 		return err
 	}
+	if err := setUpSchedulers(cfg, se, r.st, log); err != nil {
+		return err
+	}
+	if err := setUpNetns(cfg, se, r.st, log); err != nil {
+		return err
+	}
 	started = true
 	r.inForce.set(r.st.policies)
 	defer r.events.stopAll()
 	r.events.sync(ctx, cfg.Events)
 
 	log.Info("serving metrics", "address", "http://"+r.srv.Addr().String()+"/metrics",
-		"algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies), "on_exit", string(cfg.OnExit))
+		"algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies), "schedulers", len(cfg.Schedulers),
+		"netns_schedulers", len(cfg.NetnsSchedulers), "on_exit", string(cfg.OnExit))
 	notify("READY=1")
 	if opts.Ready != nil {
 		opts.Ready(r.srv.Addr())
@@ -224,15 +244,16 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 
 	cfg = r.cfg
 	if cfg.OnExit == OnExitKeep {
-		log.Info("exiting; on_exit keep: algorithms stay loaded and policies attached", "algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies))
+		log.Info("exiting; on_exit keep: algorithms and schedulers stay loaded, policies and namespace schedulers in force",
+			"algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies), "schedulers", len(cfg.Schedulers), "netns_schedulers", len(cfg.NetnsSchedulers))
 		return nil
 	}
-	return removeAll(cfg, pe, log)
+	return removeAll(cfg, pe, se, log)
 }
 
 // metricsHandler serves the maps under cfg's root with cfg's bound.
 func (r *running) metricsHandler(cfg Config) http.Handler {
-	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
+	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS, SchedRoot: cfg.SchedBPFFS, Netns: netnsList(cfg)}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
 	return metrics.Handler(col, r.reg)
 }
 

@@ -19,7 +19,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
@@ -401,6 +403,19 @@ func TestServeBadInput(t *testing.T) {
 		{"name taken by the kernel (rollback)", fmt.Sprintf("algorithms:\n  - {algo: lia, name: %s}\n  - {algo: olia, name: reno}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first), nil,
 			[]string{"algorithms[1]: loading olia as reno", "already registered"}},
 		{"bad on-exit flag", "", []string{"--on-exit", "sometimes"}, []string{"on_exit: \"sometimes\" is neither keep nor remove"}},
+		{"namespace scheduler nobody loads", "netns_schedulers: [{scheduler: t_nosuch}]\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", nil,
+			[]string{`netns_schedulers[0].scheduler: "t_nosuch" is neither in the schedulers list nor registered`}},
+	}
+	if !kernel.Probe().SchedStructOps {
+		// This machine: a scheduler cannot be loaded; the algorithm loaded
+		// before it is unloaded again, nothing stays pinned.
+		cases = append(cases, struct {
+			name   string
+			config string
+			args   []string
+			want   []string
+		}{"scheduler without the hook (rollback)", fmt.Sprintf("algorithms: [{algo: lia, name: %s}]\nschedulers: [{algo: minrtt}]\nnetns_schedulers: [{scheduler: minrtt}]\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first), nil,
+			[]string{"schedulers[0]: loading minrtt as minrtt: " + sched.ErrNoHook.Error()}})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -419,6 +434,9 @@ func TestServeBadInput(t *testing.T) {
 			}
 			if cc.IsRegistered(first) {
 				t.Errorf("%s left registered", first)
+			}
+			if pins := testkernel.Pins(t, filepath.Dir(root)); len(pins) != 0 {
+				t.Errorf("left pins: %v", pins)
 			}
 		})
 	}

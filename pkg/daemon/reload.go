@@ -41,6 +41,8 @@ type reloadPlan struct {
 	detach       []resolvedPolicy // selectors the new configuration dropped
 	keepPolicies []resolvedPolicy
 
+	sched schedPlan
+
 	listen      bool // metrics.listen_address or allow_remote changed
 	maxSubflows bool
 	events      bool
@@ -114,6 +116,10 @@ func planReload(old Config, oldPols []resolvedPolicy, cfg Config, pols []resolve
 		}
 	}
 
+	var serrs []error
+	p.sched, serrs = planSched(old, cfg)
+	errs = append(errs, serrs...)
+
 	p.listen = old.Metrics.ListenAddress != cfg.Metrics.ListenAddress || old.Metrics.AllowRemote != cfg.Metrics.AllowRemote
 	p.maxSubflows = *old.Metrics.MaxSubflows != *cfg.Metrics.MaxSubflows
 	p.events = !reflect.DeepEqual(old.Events, cfg.Events)
@@ -153,6 +159,7 @@ func (p reloadPlan) actions(old, cfg Config) []string {
 	for _, r := range p.detach {
 		out = append(out, "detach "+ruleString(r.rule))
 	}
+	out = append(out, p.sched.actions()...)
 	if p.listen {
 		out = append(out, fmt.Sprintf("metrics address %s -> %s", old.Metrics.ListenAddress, cfg.Metrics.ListenAddress))
 	}
@@ -198,7 +205,8 @@ func (r *running) reload(ctx context.Context, read func() (Config, error)) {
 	switch {
 	case err == nil:
 		r.reloads.record(true, time.Now())
-		r.log.Info("configuration reloaded", "algorithms", len(r.cfg.Algorithms), "policies", len(r.cfg.Policies), "on_exit", string(r.cfg.OnExit))
+		r.log.Info("configuration reloaded", "algorithms", len(r.cfg.Algorithms), "policies", len(r.cfg.Policies),
+			"schedulers", len(r.cfg.Schedulers), "netns_schedulers", len(r.cfg.NetnsSchedulers), "on_exit", string(r.cfg.OnExit))
 	case applied:
 		r.reloads.record(false, time.Now())
 		r.log.Error("configuration reloaded, but not all that it drops could be removed", "err", err)
@@ -225,7 +233,7 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 	}
 	cfg = cfg.Resolve()
 	pols, err := preflight(cfg, r.pe)
-	if err != nil {
+	if err = errors.Join(err, preflightSched(cfg, r.se)); err != nil {
 		return false, err
 	}
 	plan, err := planReload(r.cfg, r.st.policies, cfg, pols)
@@ -244,10 +252,16 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 		}
 	}
 	var undo undoStack
-	st := &state{algos: map[string]action{}}
+	st := newState()
 	err = r.reloadAlgorithms(cfg, plan, st, &undo)
 	if err == nil {
 		err = r.reloadPolicies(cfg, pols, st, &undo)
+	}
+	if err == nil {
+		err = r.reloadSchedulers(cfg, plan.sched, st, &undo)
+	}
+	if err == nil {
+		err = r.reloadNetns(cfg, st, &undo)
 	}
 	if err != nil {
 		if uerr := undo.run(); uerr != nil {
@@ -260,10 +274,10 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 	}
 
 	// The new configuration is in force from here on.
-	removeErr := r.removeDropped(plan)
+	removeErr := errors.Join(r.removeDropped(plan), r.removeDroppedSched(plan.sched))
 	r.cfg, r.st = cfg, st
 	r.inForce.set(st.policies)
-	if plan.maxSubflows {
+	if plan.maxSubflows || plan.sched.netns {
 		r.handler.set(r.metricsHandler(cfg))
 	}
 	if srv != nil {

@@ -238,14 +238,18 @@ func rollback(cfg Config, pe PolicyEngine, st *state, log *slog.Logger) {
 	}
 }
 
-// removeAll is on_exit remove: the configured policies' rules, then the
-// configured algorithms, adopted or not.
-func removeAll(cfg Config, pe PolicyEngine, log *slog.Logger) error {
+// removeAll is on_exit remove: the configured policies' rules, the
+// namespaces' and the schedulers (removeSched), then the configured
+// algorithms, adopted or not.
+func removeAll(cfg Config, pe PolicyEngine, se SchedEngine, log *slog.Logger) error {
 	var errs []error
 	if len(cfg.Policies) > 0 {
 		if err := detachPolicies(cfg, pe, policiesForRemoval(cfg, pe)); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := removeSched(cfg, se, log); err != nil {
+		errs = append(errs, err)
 	}
 	for _, a := range cfg.Algorithms {
 		if err := cc.Unload(a.Name, cfg.BPFFS); err != nil {
@@ -260,7 +264,7 @@ func removeAll(cfg Config, pe PolicyEngine, log *slog.Logger) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("on_exit remove: %w", err)
 	}
-	log.Info("exiting; on_exit remove: configured policies detached and algorithms unloaded")
+	log.Info("exiting; on_exit remove: configured policies detached, namespace schedulers reset, schedulers and algorithms unloaded")
 	return nil
 }
 

@@ -79,6 +79,7 @@ var (
 	subflowLabels = []string{"cc", "algo", "token", "subflow", "local", "remote"}
 	connLabels    = []string{"cc", "algo", "token"}
 	algoLabels    = []string{"cc", "algo"}
+	schedLabels   = []string{"scheduler", "algo"}
 )
 
 // family is one metric family: its descriptor for the Collector and what the
@@ -156,6 +157,16 @@ var (
 	famSubLISAGiven = gaugeDef("subflow_lisa_given_segments", "Window segments the subflow gave to joining siblings (LISA).", subflowLabels...)
 	famSubLISATaken = gaugeDef("subflow_lisa_taken_segments", "Window segments the subflow took from a sibling when it joined (LISA).", subflowLabels...)
 	famSubRepairs   = counterDef("subflow_window_repairs_total", "Implausible kernel-stored windows the congestion control replaced (see docs/algorithms.md, the window guard).", subflowLabels...)
+
+	famSchedsLoaded    = gaugeDef("schedulers_loaded", "Packet schedulers loaded (pinned) under the exporter's scheduler pin root.")
+	famSchedInfo       = gaugeDef("scheduler_info", "A loaded packet scheduler and its load-time parameters (args: its six tunables, 0 = the default); the value is always 1.", "scheduler", "algo", "trace", "args")
+	famSchedRegistered = gaugeDef("scheduler_registered", "1 if the kernel lists the packet scheduler in net.mptcp.available_schedulers, 0 if only its pins are left.", schedLabels...)
+	famSchedDecisions  = counterDef("scheduler_decisions_total", "Subflows the scheduler's decisions picked, by kind (send: new data, retrans: a reinjection; a decision that picks two subflows counts twice), over every subflow its counter map holds, closed ones included until they age out of it.", with(schedLabels, "kind")...)
+	famSchedBurst      = counterDef("scheduler_burst_bytes_total", "Bytes of burst the scheduler granted its picks, over every subflow its counter map holds.", schedLabels...)
+	famNetnsSched      = gaugeDef("netns_scheduler_info", "The packet scheduler a network namespace gives new MPTCP connections (net.mptcp.scheduler; netns=\"host\" is the exporter's own); the value is always 1.", "netns", "scheduler")
+
+	famSubSchedDecisions = counterDef("subflow_scheduler_decisions_total", "Decisions of the loaded packet scheduler that picked the subflow, by kind (send: new data, retrans: a reinjection).", with(subflowLabels, "scheduler", "kind")...)
+	famSubSchedBurst     = counterDef("subflow_scheduler_burst_bytes_total", "Bytes of burst the loaded packet scheduler granted the subflow when it picked it.", with(subflowLabels, "scheduler")...)
 )
 
 // Describe sends every descriptor the collector may emit.
@@ -328,6 +339,11 @@ func (c *Collector) collect(out sink) {
 		add(famSubLISAGiven, float64(s.LISAGiven), lv...)
 		add(famSubLISATaken, float64(s.LISATaken), lv...)
 		add(famSubRepairs, float64(s.Repairs), lv...)
+		if sc := s.Sched; sc != nil {
+			add(famSubSchedDecisions, float64(sc.Sends), append(lv, sc.Name, "send")...)
+			add(famSubSchedDecisions, float64(sc.Retrans), append(lv, sc.Name, "retrans")...)
+			add(famSubSchedBurst, float64(sc.BurstBytes), append(lv, sc.Name)...)
+		}
 
 		if !s.MPTCP {
 			continue
@@ -355,7 +371,53 @@ func (c *Collector) collect(out sink) {
 		add(famConnCoupled, a.coupled, a.key.cc, a.algo, token, a.quantity)
 	}
 	add(famConnDropped, float64(len(allConns)-len(conns)))
+	collectSched(add, snap)
 	c.lastDur = time.Since(start)
+}
+
+// collectSched exports the packet schedulers: per scheduler (the sums cover
+// every subflow its LRU counter map holds, so they only fall when more
+// subflows than the map holds push old ones out) and per namespace.
+func collectSched(add func(*family, float64, ...string), snap stats.Snapshot) {
+	type sums struct{ sends, retrans, burst float64 }
+	per := make(map[string]*sums, len(snap.Schedulers))
+	for _, l := range snap.Schedulers {
+		per[l.Name] = &sums{}
+	}
+	for _, st := range snap.SchedSubflows {
+		if s := per[st.Scheduler]; s != nil {
+			s.sends += float64(st.Sends)
+			s.retrans += float64(st.Retrans)
+			s.burst += float64(st.BurstBytes)
+		}
+	}
+	add(famSchedsLoaded, float64(len(snap.Schedulers)))
+	for _, l := range snap.Schedulers {
+		s := per[l.Name]
+		add(famSchedInfo, 1, l.Name, l.Algorithm, strconv.FormatBool(l.Params.Trace), schedArgs(l.Params.Args))
+		add(famSchedRegistered, b2f(l.Registered), l.Name, l.Algorithm)
+		add(famSchedDecisions, s.sends, l.Name, l.Algorithm, "send")
+		add(famSchedDecisions, s.retrans, l.Name, l.Algorithm, "retrans")
+		add(famSchedBurst, s.burst, l.Name, l.Algorithm)
+	}
+	for _, n := range snap.Netns {
+		ns := n.Netns
+		if ns == "" {
+			ns = "host"
+		}
+		add(famNetnsSched, 1, ns, n.Scheduler)
+	}
+}
+
+func schedArgs(args [6]uint32) string {
+	b := make([]byte, 0, 24)
+	for i, a := range args {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(a), 10)
+	}
+	return string(b)
 }
 
 func quantity(s *stats.Subflow) string {

@@ -210,7 +210,7 @@ func TestLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(NewCollector(stats.Static(synthetic(2, 2, 1)), Options{MaxSubflows: 10, Logger: quiet()}), reg))
+	srv := httptest.NewServer(Handler(NewCollector(stats.Static(withSched(synthetic(2, 2, 1))), Options{MaxSubflows: 10, Logger: quiet()}), reg))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {
@@ -226,7 +226,7 @@ func TestLint(t *testing.T) {
 			t.Errorf("lint: %s: %s", p.Metric, p.Text)
 		}
 	}
-	problems, err = testutil.CollectAndLint(NewCollector(stats.Static(synthetic(1, 1, 0)), Options{MaxSubflows: 1, Logger: quiet()}))
+	problems, err = testutil.CollectAndLint(NewCollector(stats.Static(withSched(synthetic(1, 2, 0))), Options{MaxSubflows: 1, Logger: quiet()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func BenchmarkCollectSynthetic(b *testing.B) {
 // values: the fast text path is the Collector, written differently.
 func TestWriteTextMatchesCollect(t *testing.T) {
 	for _, max := range []int{0, 3, 100} {
-		snap := synthetic(4, 2, 2)
+		snap := withSched(synthetic(4, 2, 2))
 		snap.Subflows[1].Local = netip.MustParseAddrPort("[2001:db8::1]:443")
 		var text bytes.Buffer
 		if err := NewCollector(stats.Static(snap), Options{MaxSubflows: max, Logger: quiet()}).WriteText(&text); err != nil {

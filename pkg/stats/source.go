@@ -7,6 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 // Snapshot is one read of the per-subflow maps: the congestion controls the
@@ -15,8 +16,18 @@ type Snapshot struct {
 	// Loaded lists the congestion controls the source covers, sorted by
 	// name, including those whose map could not be read.
 	Loaded []cc.Loaded
-	// Subflows holds every subflow read, sorted with Sort.
+	// Subflows holds every subflow read, sorted with Sort; Sched is set on
+	// those a loaded packet scheduler has counters for (JoinSched).
 	Subflows []Subflow
+	// Schedulers lists the packet schedulers the source covers, sorted by
+	// name (none unless the source reads them: Pinned.SchedRoot).
+	Schedulers []sched.Loaded
+	// SchedSubflows holds every per-subflow counter record of those
+	// schedulers, joined or not, sorted by token and subflow id.
+	SchedSubflows []sched.SubflowStats
+	// Netns holds the scheduler of each network namespace the source
+	// follows (Pinned.Netns), sorted by namespace.
+	Netns []NetnsScheduler
 }
 
 // Count returns how many of the snapshot's subflows run the congestion
@@ -36,7 +47,9 @@ func (s Snapshot) Count(name string) int {
 // Error policy, the same for every implementation: Read reads every map it
 // can and returns what it read, sorted with Sort, together with an error
 // that joins (errors.Join) one *CCError per congestion control whose map
-// could not be read, so the error names each of them. A non-nil error
+// could not be read, so the error names each of them, and, for a source
+// that reads them, one error per packet scheduler whose pins and per
+// network namespace whose scheduler could not be read. A non-nil error
 // therefore does not make the Snapshot invalid: the CLI fails on it, the
 // metrics exporter exports what it has and reports the failure, the lab
 // logs it and keeps sampling. Only when the source cannot even tell which
@@ -61,6 +74,12 @@ func (e *CCError) Unwrap() error { return e.Err }
 // sees what was loaded or unloaded since the last one.
 type Pinned struct {
 	Root string // cc.DefaultPinRoot if empty
+	// SchedRoot, if set, is the pin root of the packet schedulers
+	// (pkg/sched) whose per-subflow counters the snapshot carries.
+	SchedRoot string
+	// Netns are the network namespaces whose scheduler the snapshot
+	// reports ("" is the reader's own).
+	Netns []string
 }
 
 // Read implements Source.
@@ -89,6 +108,14 @@ func (p Pinned) Read() (Snapshot, error) {
 		snap.Subflows = append(snap.Subflows, subs...)
 	}
 	Sort(snap.Subflows)
+	if p.SchedRoot != "" {
+		if err := readSched(&snap, p.SchedRoot); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := readNetns(&snap, p.Netns); err != nil {
+		errs = append(errs, err)
+	}
 	return snap, errors.Join(errs...)
 }
 

@@ -99,6 +99,9 @@ type Subflow struct {
 	// congestion control replaced (docs/algorithms.md, "The window guard").
 	Repairs   uint32 `json:"window_repairs"`
 	UpdatedNs uint64 `json:"updated_monotonic_ns"`
+	// Sched is what a loaded packet scheduler of mptcp-cc gave the subflow
+	// (nil when none schedules its connection, or the source reads none).
+	Sched *SchedCounters `json:"scheduler,omitempty"`
 }
 
 // InfiniteSsthresh is the kernel's TCP_INFINITE_SSTHRESH: a subflow still
