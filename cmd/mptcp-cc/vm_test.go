@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -21,42 +20,14 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
-// guestBinaryName is the mptcp-cc TestInVM builds for the guest: the guest
-// cannot build it (read-only tree, and a TCG VM would take minutes), and
-// RunTests passes it nothing but the test binary, so it is put in the
-// test's first temporary directory, beside the one RunTests copies the
-// test binary into.
-const guestBinaryName = "mptcp-cc"
-
 // TestInVM builds mptcp-cc, boots the test kernel (the only one here with
 // the BPF scheduler hook) once and runs every TestGuest* of this package
-// inside it.
+// inside it, with the binary staged beside the test's (the guest cannot
+// build it: read-only tree, and a TCG VM would take minutes).
 func TestInVM(t *testing.T) {
 	testenv.RequireRoot(t)
 	vmtest.Kernel(t)
-	b, err := os.ReadFile(testenv.Binary(t, "."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(t.TempDir(), guestBinaryName), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	vmtest.RunTests(t, "^TestGuest", 4*time.Minute)
-}
-
-// guestBinary finds the mptcp-cc TestInVM built, in a sibling of the
-// directory the test binary runs from.
-func guestBinary(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(exe)), "*", guestBinaryName))
-	if len(found) != 1 {
-		t.Fatalf("want one %s beside %s (TestInVM puts it there), found %v", guestBinaryName, filepath.Dir(exe), found)
-	}
-	return found[0]
+	vmtest.RunTests(t, "^TestGuest", 4*time.Minute, testenv.Binary(t, "."))
 }
 
 // The CLI on a kernel with the scheduler hook, run as a user would: `sched
@@ -66,7 +37,7 @@ func guestBinary(t *testing.T) string {
 // it finish intact, and nothing of the scheduler stays pinned.
 func TestGuestSchedCLI(t *testing.T) {
 	vmtest.Guest(t)
-	bin := guestBinary(t)
+	bin := vmtest.Staged(t, "mptcp-cc")
 	root := testkernel.PinRoot(t)
 	schedRoot := filepath.Join(filepath.Dir(root), "sched")
 	run := func(args ...string) []byte {

@@ -124,8 +124,9 @@ func InGuest() bool { return os.Getenv(GuestEnv) != "" }
 // that match pattern inside it (with GuestEnv set, bpffs mounted, in the
 // package's directory), logs their output, and fails if they failed. The
 // guest sees the host's filesystem read-only and a private /tmp, so the
-// binary is copied into the directory the guest may write.
-func RunTests(t *testing.T, pattern string, timeout time.Duration) Result {
+// binary is copied into the directory the guest may write, and so is every
+// file in stage (host paths; the guest finds them with Staged).
+func RunTests(t *testing.T, pattern string, timeout time.Duration, stage ...string) Result {
 	t.Helper()
 	Kernel(t)
 	if InGuest() {
@@ -137,8 +138,10 @@ func RunTests(t *testing.T, pattern string, timeout time.Duration) Result {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, filepath.Base(exe))
-	if err := copyFile(exe, bin); err != nil {
-		t.Fatalf("copying the test binary for the VM: %v", err)
+	for _, f := range append([]string{exe}, stage...) {
+		if err := copyFile(f, filepath.Join(dir, filepath.Base(f))); err != nil {
+			t.Fatalf("copying %s for the VM: %v", f, err)
+		}
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -156,6 +159,21 @@ func RunTests(t *testing.T, pattern string, timeout time.Duration) Result {
 		t.Fatalf("the tests failed in the VM (exit status %d)", r.ExitCode)
 	}
 	return r
+}
+
+// Staged is the path, in the guest, of a file RunTests staged by its base
+// name.
+func Staged(t testing.TB, name string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(filepath.Dir(exe), name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s was not staged for the VM (pass it to RunTests): %v", name, err)
+	}
+	return p
 }
 
 func copyFile(src, dst string) error {
