@@ -89,6 +89,13 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"policy", "detach", "--cgroup", cg, "--rule", "abc"}, `invalid value "abc" for flag -rule`),
 		bad(2, []string{"policy", "list", "--json=maybe"}, `invalid boolean value "maybe"`),
 
+		bad(2, []string{"pathctl"}, "--token is required"),
+		bad(1, []string{"pathctl", "--token", "zz"}, `bad token "zz"`, "hex"),
+		bad(2, []string{"pathctl", "--token", "1234", "--apply", "both"}, `unknown apply mode "both"`, "connection, endpoint or auto"),
+		bad(2, []string{"pathctl", "--token", "1234", "--period", "1ms"}, "--period 1ms is out of range"),
+		bad(2, []string{"pathctl", "--token", "1234", "--for", "-1s"}, "--for -1s is negative"),
+		bad(1, []string{"pathctl", "--token", "1234", "--for", "3s"}, "no such connection", "token 00001234", "mptcp-cc subflows"),
+		bad(1, []string{"pathctl", "--token", "1234", "--netns", noNS}, noNS),
 		bad(2, []string{"set"}, "--token is required"),
 		bad(2, []string{"set", "--token", "1234"}, "--algo is required"),
 		bad(1, []string{"set", "--token", "zz", "--algo", "reno"}, `bad token "zz"`, "hex"),

@@ -45,6 +45,8 @@ var app = (&cli.App{
 		}},
 		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token",
 			Usage: "--token TOKEN --algo NAME [--netns NAME] [--json]", Flags: cmdSet},
+		{Name: "pathctl", Summary: "path controller for one connection: best-path or multipath by measured goodput, through MP_PRIO (any kernel)",
+			Usage: "--token TOKEN [--netns NAME] [--apply auto|connection|endpoint] [--period D] [--for D] [--json]", Help: pathctlHelp, Flags: cmdPathctl},
 		{Name: "serve", Summary: "run the daemon: load/adopt algorithms and schedulers, attach policies, serve Prometheus metrics",
 			Usage: "[--config FILE] [--config.check] [flags overriding the file]", Flags: cmdServe},
 		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)",

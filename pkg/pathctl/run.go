@@ -51,8 +51,15 @@ type Event struct {
 	Err      error
 }
 
-// ErrGone says the connection has no subflows left (it closed).
-var ErrGone = errors.New("connection closed")
+// ErrNoConnection says the token names no live connection.
+var ErrNoConnection = errors.New("no such connection")
+
+func nsName(ns string) string {
+	if ns == "" {
+		return "this network namespace"
+	}
+	return "network namespace " + ns
+}
 
 // Run controls one connection until it closes (returns nil) or ctx ends
 // (returns ctx's error). Whatever it flagged is cleared before it returns,
@@ -89,7 +96,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	e := NewEngine(cfg)
 	tick := time.NewTicker(cfg.Period)
 	defer tick.Stop()
-	gone := 0
+	gone, seen := 0, false
 	for {
 		s, serr := sample(sd, o.Token)
 		if serr != nil {
@@ -99,10 +106,13 @@ func Run(ctx context.Context, o Options) (err error) {
 			// A connection between its subflows (a join in progress) shows
 			// none for a moment; two empty samples in a row is a close.
 			if gone++; gone >= 2 {
+				if !seen {
+					return fmt.Errorf("%w: no MPTCP subflow has token %08x in %s (`mptcp-cc subflows` lists them)", ErrNoConnection, o.Token, nsName(o.NS))
+				}
 				return nil
 			}
 		} else {
-			gone = 0
+			gone, seen = 0, true
 			d := e.Step(s)
 			aerr := a.apply(s, d)
 			if (d.Switched || d.Chosen || aerr != nil) && o.Event != nil {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/connctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+)
+
+const pathctlHelp = `The path controller chooses, per connection, between multipath mode and
+best-path mode (every other subflow flagged backup through MP_PRIO, which
+the kernel's default scheduler honours) by measuring the goodput of each,
+as PAPD does (docs/pathctl.md). It runs until the connection closes or it
+is interrupted, and clears every flag it set before it exits.
+
+--apply connection needs the userspace path manager (net.mptcp.pm_type=1,
+as mptcpd runs); --apply endpoint flags the in-kernel path manager's
+endpoint, which every connection using it follows. auto picks by pm_type.`
+
+func cmdPathctl(fs *flag.FlagSet) cli.Action {
+	tokenFlag := fs.String("token", "", "the connection's token, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
+	ns := fs.String("netns", "", "named network namespace of the connection (`ip netns list`; default: this one)")
+	apply := fs.String("apply", "auto", "how flags reach the kernel: auto, connection (userspace PM) or endpoint (in-kernel PM)")
+	period := fs.Duration("period", 500*time.Millisecond, "sampling period")
+	forD := fs.Duration("for", 0, "stop after this long (0: when the connection closes)")
+	asJSON := fs.Bool("json", false, "one JSON object per decision")
+	return func(_ []string, out io.Writer) error {
+		if *tokenFlag == "" {
+			return cli.Usagef("--token is required (hex, as `mptcp-cc subflows` shows it)")
+		}
+		token, err := connctl.ParseToken(*tokenFlag)
+		if err != nil {
+			return err
+		}
+		how, err := pathctl.ParseApply(*apply)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		if *period < 10*time.Millisecond || *period > time.Minute {
+			return cli.Usagef("--period %v is out of range: give 10ms to 1m", *period)
+		}
+		if *forD < 0 {
+			return cli.Usagef("--for %v is negative", *forD)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if *forD > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *forD)
+			defer cancel()
+		}
+		err = pathctl.Run(ctx, pathctl.Options{
+			NS: *ns, Token: token, Apply: how, Config: pathctl.Config{Period: *period},
+			Event: func(e pathctl.Event) { writeEvent(out, e, *asJSON) },
+		})
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil
+		}
+		return err
+	}
+}
+
+func writeEvent(out io.Writer, e pathctl.Event, asJSON bool) {
+	d := e.Decision
+	if asJSON {
+		type doc struct {
+			Time   time.Time `json:"time"`
+			Token  string    `json:"token"`
+			Apply  string    `json:"apply"`
+			Mode   string    `json:"mode"`
+			Trial  bool      `json:"trial"`
+			Best   string    `json:"best,omitempty"`
+			Backup []string  `json:"backup"`
+			Reason string    `json:"reason"`
+			Error  string    `json:"error,omitempty"`
+		}
+		v := doc{Time: e.At, Token: fmt.Sprintf("%08x", e.Token), Apply: string(e.Apply), Mode: d.Mode.String(), Trial: d.Trial, Reason: d.Reason, Backup: []string{}}
+		if d.Mode == pathctl.BestPath {
+			v.Best = d.Best.String()
+		}
+		for _, b := range d.Backup {
+			v.Backup = append(v.Backup, b.String())
+		}
+		if e.Err != nil {
+			v.Error = e.Err.Error()
+		}
+		_ = cli.WriteJSON(out, v)
+		return
+	}
+	line := fmt.Sprintf("%s %08x %s", e.At.Format("15:04:05.000"), e.Token, d.Mode)
+	if d.Trial {
+		line += " (trial)"
+	}
+	if d.Mode == pathctl.BestPath {
+		line += " on " + d.Best.String()
+	}
+	line += ": " + d.Reason
+	if e.Err != nil {
+		line += "; FAILED to apply: " + e.Err.Error()
+	}
+	fmt.Fprintln(out, line)
+}
