@@ -20,10 +20,6 @@ type Options struct {
 	Local              netip.Addr     // the client's source address (zero: any)
 	MPTCP              bool
 	Send               SendOptions // RecordSize 0: DefaultRecordSize
-	// RcvBuf sets the server's SO_RCVBUF (on the listener, so the
-	// connection starts with it; the kernel doubles the value for its
-	// overhead). 0 leaves the kernel's autotuning.
-	RcvBuf int
 	// NoCapture skips the packet capture: no arrival times, so no
 	// blocking times (goodput and delays only).
 	NoCapture bool
@@ -40,7 +36,7 @@ type Result struct {
 	Goodput  float64 // bits/s after the warm-up
 	Blocking Summary // receive-buffer blocking time (none without a capture)
 	Delay    Summary // one-way delivery delay
-	RcvBuf   int     // the server socket's SO_RCVBUF as the kernel reports it
+	RcvBuf   int     // the accepted socket's SO_RCVBUF when it was accepted
 	// From the capture:
 	Subflows  int    // subflows the connection opened
 	MaxWindow uint64 // largest receive window the server advertised, bytes
@@ -54,7 +50,7 @@ func Run(o Options) (Result, error) {
 	if o.Send.RecordSize == 0 {
 		o.Send.RecordSize = DefaultRecordSize
 	}
-	ln, err := listen(o)
+	ln, err := xfer.ListenIn(o.ServerNS, o.Listen, o.MPTCP, nil)
 	if err != nil {
 		return res, err
 	}
@@ -150,14 +146,6 @@ func Run(o Options) (Result, error) {
 	res.Blocking = Summarize(Blockings(res.Samples))
 	res.Delay = Summarize(Delays(res.Samples))
 	return res, nil
-}
-
-func listen(o Options) (net.Listener, error) {
-	var control func(fd int) error
-	if o.RcvBuf > 0 {
-		control = func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf) }
-	}
-	return xfer.ListenIn(o.ServerNS, o.Listen, o.MPTCP, control)
 }
 
 func send(o Options) (int64, error) {
