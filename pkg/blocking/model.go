@@ -1,6 +1,9 @@
 package blocking
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // ModelPath is one path of the worst-case model: its capacity and its
 // round-trip time (propagation, no queueing).
@@ -31,7 +34,7 @@ const SeedPacketBytes = 1500
 func WorstCase(fast, slow ModelPath, packetBytes int) time.Duration {
 	ser := func(p ModelPath) float64 { return float64(packetBytes*8) / p.RateBits }
 	secs := (slow.RTT-fast.RTT).Seconds()/2 + ser(slow) - ser(fast)
-	return time.Duration(secs * float64(time.Second))
+	return time.Duration(math.Round(secs * float64(time.Second)))
 }
 
 // Asymmetry is seed 001's A = (C1 * RTT1) / (C0 * RTT0): the ratio of the

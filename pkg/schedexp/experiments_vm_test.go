@@ -140,8 +140,16 @@ func transfer(t *testing.T, n *topo.Net, local int, o blocking.Options) blocking
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.NoCapture && (res.Unmapped != 0 || res.Capture.Restamped != 0 || res.Capture.Malformed != 0) {
+	if o.NoCapture {
+		return res
+	}
+	if res.Unmapped != 0 || res.Capture.Restamped != 0 || res.Capture.Malformed != 0 {
 		t.Errorf("incomplete capture: %d unmapped bytes, %+v", res.Unmapped, res.Capture)
+	}
+	// A record cannot be read before it arrived: if one was, the capture's
+	// times or the join are wrong, and so is every blocking time.
+	if res.Blocking.N > 0 && res.Blocking.Min < 0 {
+		t.Errorf("a record read %.3f ms before it arrived", -res.Blocking.Min)
 	}
 	return res
 }
