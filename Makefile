@@ -7,6 +7,7 @@
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
 #   make reproduce  re-run the seed papers' experiments (long: docs/results/)
+#   make reproduce-sched  the packet-scheduler experiments, in the test kernel's VM
 
 GO       ?= go
 CLANG    ?= clang-19
@@ -32,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce deb
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -129,6 +130,19 @@ reproduce-%: build
 		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
 	done
 	bin/mptcp-lab report docs/results/$*.report.yaml --results $(REPRO_OUT)
+
+# The packet-scheduler experiments (docs/results/sched.md: DAPS blocking
+# time, PAPD aggregation efficiency, the cost of a decision) run in the test
+# kernel's VM, the only kernel here with the BPF scheduler hook. SCHED_EXP
+# selects and sizes them (pkg/schedexp ParseSpec: "1" is everything with its
+# defaults; e.g. SCHED_EXP='run=daps scheds=default,minrtt,daps reps=3');
+# the JSON and markdown results go to $(REPRO_OUT)/sched. The VM bounds the
+# run (timeout= in SCHED_EXP, default 4 h), so go test's own limit is off.
+SCHED_EXP ?= 1
+
+reproduce-sched: deps generate
+	MPTCP_CC_SCHED_EXP='$(SCHED_EXP) out=$(abspath $(REPRO_OUT))/sched' flock $(REPRO_LOCK) \
+		$(GO) test -count=1 -timeout 0 -run '^TestSchedExpInVM$$' -v ./pkg/schedexp/
 
 # The Debian package (docs/package.md): the three commands, the systemd unit,
 # a default configuration, docs, man pages and completions. Its binaries are

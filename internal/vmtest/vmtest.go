@@ -49,7 +49,9 @@ type Result struct {
 
 // Run boots the test kernel, runs script with sh -c as root in the guest
 // and returns its output and exit code. timeout bounds the whole VM.
-func Run(t testing.TB, script string, timeout time.Duration) Result {
+// writable lists host directories the guest may write besides its own
+// output directory (the rest of the host's filesystem is read-only there).
+func Run(t testing.TB, script string, timeout time.Duration, writable ...string) Result {
 	t.Helper()
 	dir := Kernel(t)
 	if os.Geteuid() != 0 {
@@ -79,6 +81,9 @@ func Run(t testing.TB, script string, timeout time.Duration) Result {
 		out := t.TempDir()
 		wrapped := fmt.Sprintf("(%s) > %s/out 2>&1; echo $? > %s/rc", script, out, out)
 		args := []string{"-w", out, "-t", strconv.Itoa(int(timeout.Seconds()))}
+		for _, w := range writable {
+			args = append(args, "-w", w)
+		}
 		if attempt > 0 {
 			args = append(args, "-v")
 		}
@@ -128,6 +133,22 @@ func InGuest() bool { return os.Getenv(GuestEnv) != "" }
 // file in stage (host paths; the guest finds them with Staged).
 func RunTests(t *testing.T, pattern string, timeout time.Duration, stage ...string) Result {
 	t.Helper()
+	return RunTestsWith(t, pattern, timeout, TestOptions{Stage: stage})
+}
+
+// TestOptions are what RunTestsWith passes into the guest besides the
+// test binary: the environment a host-side gate or parameter sets does not
+// cross into the VM by itself, nor may the guest write the host's files.
+type TestOptions struct {
+	Env      []string // NAME=value, set for the test binary in the guest
+	Writable []string // host directories the guest may write (created if missing)
+	Stage    []string // host files copied beside the test binary (the guest finds them with Staged)
+}
+
+// RunTestsWith is RunTests with environment variables and writable
+// directories for the guest.
+func RunTestsWith(t *testing.T, pattern string, timeout time.Duration, o TestOptions) Result {
+	t.Helper()
 	Kernel(t)
 	if InGuest() {
 		t.Skip("already in the VM")
@@ -138,7 +159,7 @@ func RunTests(t *testing.T, pattern string, timeout time.Duration, stage ...stri
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, filepath.Base(exe))
-	for _, f := range append([]string{exe}, stage...) {
+	for _, f := range append([]string{exe}, o.Stage...) {
 		if err := copyFile(f, filepath.Join(dir, filepath.Base(f))); err != nil {
 			t.Fatalf("copying %s for the VM: %v", f, err)
 		}
@@ -151,9 +172,18 @@ func RunTests(t *testing.T, pattern string, timeout time.Duration, stage ...stri
 	if testing.Verbose() {
 		v = " -test.v"
 	}
-	script := fmt.Sprintf("mount -t bpf bpf /sys/fs/bpf && cd %s && %s=1 %s -test.run '%s' -test.count=1 -test.timeout %ds%s",
-		wd, GuestEnv, bin, pattern, int(timeout.Seconds()), v)
-	r := Run(t, script, timeout+60*time.Second)
+	env := ""
+	for _, e := range o.Env {
+		env += shellQuote(e) + " "
+	}
+	for _, w := range o.Writable {
+		if err := os.MkdirAll(w, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := fmt.Sprintf("mount -t bpf bpf /sys/fs/bpf && cd %s && env %s%s=1 %s -test.run '%s' -test.count=1 -test.timeout %ds%s",
+		wd, env, GuestEnv, bin, pattern, int(timeout.Seconds()), v)
+	r := Run(t, script, timeout+60*time.Second, o.Writable...)
 	t.Logf("VM run took %v; guest output:\n%s", r.Took.Round(time.Millisecond), r.Output)
 	if r.ExitCode != 0 {
 		t.Fatalf("the tests failed in the VM (exit status %d)", r.ExitCode)
@@ -175,6 +205,9 @@ func Staged(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// shellQuote quotes s for sh as one word.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)

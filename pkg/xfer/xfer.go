@@ -83,22 +83,11 @@ func Listen(ns string, addr netip.AddrPort, mptcp bool) (*Server, error) {
 // ListenWith is Listen with options.
 func ListenWith(ns string, addr netip.AddrPort, mptcp bool, o ServerOptions) (*Server, error) {
 	s := &Server{opts: o, conns: map[netip.AddrPort]*Received{}}
-	listen := func() error {
-		var lc net.ListenConfig
-		lc.SetMultipathTCP(mptcp)
-		ln, err := lc.Listen(context.Background(), "tcp", addr.String())
-		s.ln = ln
-		return err
-	}
-	var err error
-	if ns == "" {
-		err = listen()
-	} else {
-		err = netns.Do(ns, listen)
-	}
+	ln, err := ListenIn(ns, addr, mptcp, nil)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, err
 	}
+	s.ln = ln
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -244,39 +233,19 @@ type Client struct {
 
 // Start connects and begins sending in the background.
 func Start(o Options) (*Client, error) {
-	var conn net.Conn
-	dial := func() error {
-		d := net.Dialer{Timeout: 5 * time.Second}
-		d.SetMultipathTCP(o.MPTCP)
-		if o.Local.IsValid() {
-			d.LocalAddr = &net.TCPAddr{IP: o.Local.AsSlice()}
-		}
-		if o.CC != "" {
-			d.Control = func(_, _ string, rc syscall.RawConn) error {
-				var serr error
-				err := rc.Control(func(fd uintptr) {
-					serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC)
-				})
-				if serr != nil {
-					return fmt.Errorf("setting congestion control %q: %w", o.CC, serr)
-				}
-				return err
+	var control func(fd int) error
+	if o.CC != "" {
+		control = func(fd int) error {
+			if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC); err != nil {
+				return fmt.Errorf("setting congestion control %q: %w", o.CC, err)
 			}
+			return nil
 		}
-		c, err := d.Dial("tcp", o.Remote.String())
-		conn = c
-		return err
 	}
-	var err error
-	if o.NS == "" {
-		err = dial()
-	} else {
-		err = netns.Do(o.NS, dial)
-	}
+	tc, err := Dial(o.NS, o.Local, o.Remote, o.MPTCP, control)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", o.Remote, err)
+		return nil, err
 	}
-	tc := conn.(*net.TCPConn)
 	c := &Client{conn: tc, opts: o, start: time.Now(), done: make(chan struct{})}
 	la := tc.LocalAddr().(*net.TCPAddr).AddrPort()
 	c.local = netip.AddrPortFrom(la.Addr().Unmap(), la.Port())
@@ -378,4 +347,63 @@ func congestionControl(c *net.TCPConn) string {
 		name, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
 	})
 	return name
+}
+
+// ListenIn listens on addr inside the named network namespace ("" for the
+// current one); mptcp selects IPPROTO_MPTCP, and control (if not nil) runs
+// on the socket before it binds. The listener stays in the namespace.
+func ListenIn(ns string, addr netip.AddrPort, mptcp bool, control func(fd int) error) (net.Listener, error) {
+	var ln net.Listener
+	listen := func() error {
+		lc := net.ListenConfig{Control: rawControl(control)}
+		lc.SetMultipathTCP(mptcp)
+		l, err := lc.Listen(context.Background(), "tcp", addr.String())
+		ln = l
+		return err
+	}
+	if err := inNetns(ns, listen); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// Dial connects to remote from the named network namespace ("" for the
+// current one), from local if it is valid; control (if not nil) runs on
+// the socket before it connects.
+func Dial(ns string, local netip.Addr, remote netip.AddrPort, mptcp bool, control func(fd int) error) (*net.TCPConn, error) {
+	var conn net.Conn
+	dial := func() error {
+		d := net.Dialer{Timeout: 5 * time.Second, Control: rawControl(control)}
+		d.SetMultipathTCP(mptcp)
+		if local.IsValid() {
+			d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
+		}
+		c, err := d.Dial("tcp", remote.String())
+		conn = c
+		return err
+	}
+	if err := inNetns(ns, dial); err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", remote, err)
+	}
+	return conn.(*net.TCPConn), nil
+}
+
+func rawControl(control func(fd int) error) func(_, _ string, rc syscall.RawConn) error {
+	if control == nil {
+		return nil
+	}
+	return func(_, _ string, rc syscall.RawConn) error {
+		var cerr error
+		if err := rc.Control(func(fd uintptr) { cerr = control(int(fd)) }); err != nil {
+			return err
+		}
+		return cerr
+	}
+}
+
+func inNetns(ns string, fn func() error) error {
+	if ns == "" {
+		return fn()
+	}
+	return netns.Do(ns, fn)
 }
