@@ -1,15 +1,6 @@
 package cc
 
-import (
-	"bytes"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"os"
-	"sync"
-
-	"github.com/cilium/ebpf/ringbuf"
-)
+import "github.com/mptcp-cc/mptcp-cc/pkg/structops"
 
 // Trace event kinds (MPCC_TRACE_* in bpf/include/cc_types.h).
 const (
@@ -53,13 +44,7 @@ type TraceEvent struct {
 
 // TraceReader collects trace events of a loaded congestion control in the
 // background until Stop.
-type TraceReader struct {
-	rd     *ringbuf.Reader
-	mu     sync.Mutex
-	events []TraceEvent
-	err    error
-	done   chan struct{}
-}
+type TraceReader = structops.TraceReader[TraceEvent]
 
 // ReadTrace starts collecting from the pinned trace ring buffer of name.
 func ReadTrace(root, name string) (*TraceReader, error) {
@@ -68,59 +53,5 @@ func ReadTrace(root, name string) (*TraceReader, error) {
 		return nil, err
 	}
 	defer m.Close()
-	rd, err := ringbuf.NewReader(m)
-	if err != nil {
-		return nil, err
-	}
-	t := &TraceReader{rd: rd, done: make(chan struct{})}
-	go t.loop()
-	return t, nil
-}
-
-func (t *TraceReader) loop() {
-	defer close(t.done)
-	for {
-		rec, err := t.rd.Read()
-		if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, os.ErrClosed) {
-			return
-		}
-		if err != nil {
-			t.setErr(err)
-			return
-		}
-		var e TraceEvent
-		// The size check is what keeps this mirror honest: the event type
-		// never reaches the object's BTF (only a local pointer uses it).
-		if len(rec.RawSample) != binary.Size(e) {
-			t.setErr(fmt.Errorf("trace event of %d bytes, the Go mirror has %d: bpf/include/cc_types.h and pkg/cc/trace.go disagree", len(rec.RawSample), binary.Size(e)))
-			return
-		}
-		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &e); err != nil {
-			t.setErr(fmt.Errorf("decoding a trace event of %d bytes: %w", len(rec.RawSample), err))
-			return
-		}
-		t.mu.Lock()
-		t.events = append(t.events, e)
-		t.mu.Unlock()
-	}
-}
-
-func (t *TraceReader) setErr(err error) {
-	t.mu.Lock()
-	t.err = err
-	t.mu.Unlock()
-}
-
-// Stop drains what is buffered and returns every event read.
-func (t *TraceReader) Stop() ([]TraceEvent, error) {
-	// Flush, not a deadline: SetDeadline waits for the lock a blocked Read
-	// holds. Flush makes Read return what is buffered, then ErrFlushed.
-	if err := t.rd.Flush(); err != nil {
-		t.setErr(err)
-	}
-	<-t.done
-	t.rd.Close()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.events, t.err
+	return structops.ReadTrace[TraceEvent](m, "bpf/include/cc_types.h and pkg/cc/trace.go")
 }

@@ -106,7 +106,9 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 		token := tokenOf(t, n.Client, cl.Local())
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- pathctl.Run(ctx, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint}) }()
+		go func() {
+			done <- pathctl.Run(ctx, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint})
+		}()
 		defer func() {
 			cancel()
 			if err := <-done; err != nil && err != context.Canceled {

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Params are the load-time parameters (struct mpsch_params).
@@ -74,7 +72,7 @@ func Load(a Algorithm, opts Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("reading the %s object: %w", a.Name, err)
 	}
-	opsName, err := setStructOpsName(spec, name)
+	opsName, err := structops.SetName(spec, name)
 	if err != nil {
 		return err
 	}
@@ -95,60 +93,10 @@ func Load(a Algorithm, opts Options) (err error) {
 	if err := coll.Maps["params"].Put(uint32(0), raw); err != nil {
 		return fmt.Errorf("writing parameters: %w", err)
 	}
-	l, err := link.AttachStructOps(link.StructOpsOptions{Map: coll.Maps[opsName]})
-	if err != nil {
-		return fmt.Errorf("registering %s with the kernel: %w", name, err)
-	}
-	defer l.Close() // the pin keeps it; without a pin, this unregisters it
-
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("creating pin directory: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = l.Unpin()
-			_ = os.RemoveAll(dir)
-		}
-	}()
-	for _, m := range pinnedMaps {
-		if err := coll.Maps[m].Pin(filepath.Join(dir, m)); err != nil {
-			return fmt.Errorf("pinning %s: %w", m, err)
-		}
-	}
-	if err := l.Pin(filepath.Join(dir, "link")); err != nil {
-		return fmt.Errorf("pinning the struct_ops link: %w", err)
+	if err := structops.Register(coll, opsName, dir, pinnedMaps); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
-}
-
-// setStructOpsName renames the scheduler in the struct_ops map's initial
-// value (its `name` member) and returns the map's name in the spec.
-func setStructOpsName(spec *ebpf.CollectionSpec, name string) (string, error) {
-	for mapName, ms := range spec.Maps {
-		if ms.Type != ebpf.StructOpsMap {
-			continue
-		}
-		st, ok := ms.Value.(*btf.Struct)
-		if !ok || len(ms.Contents) != 1 {
-			return "", fmt.Errorf("struct_ops map %s has an unexpected layout", mapName)
-		}
-		data, ok := ms.Contents[0].Value.([]byte)
-		if !ok {
-			return "", fmt.Errorf("struct_ops map %s has no initial value", mapName)
-		}
-		for _, m := range st.Members {
-			if m.Name != "name" {
-				continue
-			}
-			off := int(m.Offset.Bytes())
-			field := data[off : off+16]
-			clear(field)
-			copy(field, name)
-			return mapName, nil
-		}
-		return "", fmt.Errorf("struct_ops map %s has no name member", mapName)
-	}
-	return "", errors.New("object has no struct_ops map")
 }
 
 // Unload unregisters a loaded scheduler and removes its pins. Connections
@@ -169,20 +117,5 @@ func Unload(name, root string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("%s is %w (nothing pinned at %s); `mptcp-cc sched list` shows what is", name, ErrNotLoaded, dir)
 	}
-	if l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil); err == nil {
-		_ = l.Unpin()
-		_ = l.Detach()
-		_ = l.Close()
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("removing %s: %w", dir, err)
-	}
-	_ = os.Remove(root) // only succeeds once nothing else is loaded
-	for deadline := time.Now().Add(5 * time.Second); IsRegistered(name) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if IsRegistered(name) {
-		return fmt.Errorf("%s is still registered after its link was removed: another process holds it", name)
-	}
-	return nil
+	return structops.Unregister(dir, func() bool { return IsRegistered(name) })
 }

@@ -1,0 +1,109 @@
+// Package structops registers a BPF struct_ops object (a congestion
+// control, a packet scheduler) with the kernel so that it outlives the
+// loading process, and unregisters it: the one way pkg/cc and pkg/sched
+// pin and unpin. It also reads an object's decision trace ring buffer.
+//
+// A registration is a directory under a pin root holding the struct_ops
+// link ("link") and the maps user space reads; while the link is pinned
+// the kernel keeps the object registered.
+package structops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+)
+
+// SetName renames the object in the struct_ops map's initial value (its
+// `name` member, 16 bytes with the NUL in every ops the kernel has) and
+// returns the map's name in the spec.
+func SetName(spec *ebpf.CollectionSpec, name string) (string, error) {
+	for mapName, ms := range spec.Maps {
+		if ms.Type != ebpf.StructOpsMap {
+			continue
+		}
+		st, ok := ms.Value.(*btf.Struct)
+		if !ok || len(ms.Contents) != 1 {
+			return "", fmt.Errorf("struct_ops map %s has an unexpected layout", mapName)
+		}
+		data, ok := ms.Contents[0].Value.([]byte)
+		if !ok {
+			return "", fmt.Errorf("struct_ops map %s has no initial value", mapName)
+		}
+		for _, m := range st.Members {
+			if m.Name != "name" {
+				continue
+			}
+			off := int(m.Offset.Bytes())
+			field := data[off : off+16]
+			clear(field)
+			copy(field, name)
+			return mapName, nil
+		}
+		return "", fmt.Errorf("struct_ops map %s has no name member", mapName)
+	}
+	return "", errors.New("object has no struct_ops map")
+}
+
+// Register attaches the struct_ops map opsMap of coll and pins the link and
+// the named maps in dir, which must not exist yet. Either all of it is in
+// place when it returns nil, or none of it (the object is unregistered
+// again when coll and the link close).
+func Register(coll *ebpf.Collection, opsMap, dir string, maps []string) (err error) {
+	l, err := link.AttachStructOps(link.StructOpsOptions{Map: coll.Maps[opsMap]})
+	if err != nil {
+		return fmt.Errorf("registering with the kernel: %w", err)
+	}
+	defer l.Close() // the pin keeps it; without a pin, this unregisters it
+
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("creating pin directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = l.Unpin()
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	for _, m := range maps {
+		if err := coll.Maps[m].Pin(filepath.Join(dir, m)); err != nil {
+			return fmt.Errorf("pinning %s: %w", m, err)
+		}
+	}
+	if err := l.Pin(filepath.Join(dir, "link")); err != nil {
+		return fmt.Errorf("pinning the struct_ops link: %w", err)
+	}
+	return nil
+}
+
+// Unregister removes the registration pinned in dir and, when that was
+// the last one, its root. It waits up to 5 s for registered to turn false
+// (the kernel frees the link a moment later), and fails if it does not:
+// another process then holds the link.
+func Unregister(dir string, registered func() bool) error {
+	if l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil); err == nil {
+		// Detach unregisters now, even if another process still holds a
+		// file descriptor of the link; older kernels lack it for
+		// struct_ops and then the last close unregisters.
+		_ = l.Unpin()
+		_ = l.Detach()
+		_ = l.Close()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing %s: %w", dir, err)
+	}
+	_ = os.Remove(filepath.Dir(dir)) // only succeeds once nothing else is registered
+	for deadline := time.Now().Add(5 * time.Second); registered() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if registered() {
+		return fmt.Errorf("%s is still registered after its link was removed: another process holds it", filepath.Base(dir))
+	}
+	return nil
+}
