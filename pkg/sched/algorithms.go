@@ -28,6 +28,10 @@ type Algorithm struct {
 
 var algorithms = []Algorithm{
 	{Name: "minrtt", ID: 1, Summary: "lowest RTT with window space (the classic default)", spec: loadMinrtt},
+	{Name: "rr", ID: 2, Summary: "round-robin over the usable subflows, window or not", spec: loadRr},
+	{Name: "redundant", ID: 3, Summary: "every usable subflow: new data spread, reinjections duplicated", spec: loadRedundant},
+	{Name: "blest", ID: 4, Summary: "minrtt that skips a slow subflow predicted to block the fast one (BLEST)", spec: loadBlest},
+	{Name: "ecf", ID: 5, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)", spec: loadEcf},
 }
 
 // Algorithms returns every scheduler, in a stable order.

@@ -7,6 +7,14 @@ func New(name string, args Args) (Scheduler, error) {
 	switch name {
 	case "minrtt":
 		return MinRTT{}, nil
+	case "rr":
+		return RR{Packets: args.get(0, 1)}, nil
+	case "redundant":
+		return Redundant{}, nil
+	case "blest":
+		return BLEST{Lambda: args.get(0, 120)}, nil
+	case "ecf":
+		return ECF{}, nil
 	}
 	return nil, fmt.Errorf("no model of scheduler %q", name)
 }

@@ -1,0 +1,57 @@
+package schedmodel
+
+// BLEST mirrors bpf/sched/blest.bpf.c (Ferlin et al., IFIP Networking
+// 2016). Lambda is in hundredths.
+type BLEST struct{ Lambda uint32 }
+
+// The fixed point of blest.bpf.c.
+const (
+	blestQ         = 10 // the RTT ratio r in Q10
+	blestRatioMax  = 64 << blestQ
+	blestFieldMax  = 65535 // cap on CWND_f and the MSSes
+	blestWindowMax = 1 << 40
+	blestLambdaMax = 65535
+)
+
+func (BLEST) Name() string { return "blest" }
+
+func (b BLEST) Send(c *Conn, _ *State) Out {
+	var o Out
+	decided, f, s := fastSlow(c, &o)
+	if decided {
+		return o
+	}
+	if blestBlocks(c, &c.SF[f], &c.SF[s], min(uint64(b.Lambda), blestLambdaMax)) {
+		return o
+	}
+	chooseSegment(c, s, &o)
+	return o
+}
+
+func (BLEST) Retrans(c *Conn, _ *State) Out { return retransOnBest(c) }
+
+// blestFastBytes is X = MSS_f * (CWND_f + (r-1)/2) * r, r = RTT_s/RTT_f,
+// in the fixed point of blest_fast_bytes.
+func blestFastBytes(f, s *Subflow) uint64 {
+	rttF := max(uint64(f.SRTTUs), 1)
+	r := min(uint64(s.SRTTUs)<<blestQ/rttF, blestRatioMax)
+	var half uint64
+	if r > 1<<blestQ {
+		half = (r - 1<<blestQ) / 2
+	}
+	pkts := min(uint64(f.Cwnd), blestFieldMax)<<blestQ + half
+	return min(uint64(f.MSS), blestFieldMax) * (pkts * r >> blestQ) >> blestQ
+}
+
+// blestBlocks: X * lambda > SW - (MSS_s * (inflight_s + 1) + queued_s).
+func blestBlocks(c *Conn, f, s *Subflow, lambda uint64) bool {
+	var sw, room uint64
+	if c.WndEnd > c.SndUna {
+		sw = c.WndEnd - c.SndUna
+	}
+	held := (uint64(s.Inflight)+1)*min(uint64(s.MSS), blestFieldMax) + uint64(s.NotSent)
+	if sw > held {
+		room = min(sw-held, blestWindowMax)
+	}
+	return blestFastBytes(f, s)*lambda > room*100
+}
