@@ -44,7 +44,8 @@
  *    the check (nothing there to block);
  *  - x_f may have a full send buffer rather than a full window (both mean
  *    it takes nothing now; minrtt would then not see it at all);
- *  - reinjections go to the lowest-RTT usable subflow (SCHED_RETRANS_ON_BEST).
+ *  - reinjections go to the lowest-RTT idle usable subflow, as the
+ *    kernel default does (SCHED_RETRANS_ON_BEST).
  */
 #define SCHED_ALGO SCHED_BLEST
 #include "sched_skel.h"

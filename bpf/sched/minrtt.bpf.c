@@ -9,7 +9,9 @@
  *  - when every window is full it schedules nothing and the kernel asks
  *    again on the next ACK, instead of queueing on the subflow anyway;
  *  - the burst it grants is the chosen window's free room (at least one
- *    packet), capped by the kernel's 64 KiB push limit.
+ *    packet), capped by the kernel's 64 KiB push limit;
+ *  - reinjections go to the lowest-RTT idle usable subflow, as the kernel
+ *    default does (SCHED_RETRANS_ON_BEST).
  */
 #define SCHED_ALGO SCHED_MINRTT
 #include "sched_skel.h"

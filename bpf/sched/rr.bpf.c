@@ -25,7 +25,8 @@
  *  - the kernel moves whole data fragments: a turn carries at least the
  *    rest of the fragment at the send head (up to a 32 KiB page fragment),
  *    so one packet per turn means one fragment per turn;
- *  - reinjections go to the lowest-RTT usable subflow (SCHED_RETRANS_ON_BEST),
+ *  - reinjections go to the lowest-RTT idle usable subflow, as the
+ *    kernel default does (SCHED_RETRANS_ON_BEST),
  *    not to the next in turn: without get_retrans the kernel asks get_send,
  *    and the rotation then spread reinjected data over every subflow.
  */

@@ -10,7 +10,6 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
 // TestInVM boots the test kernel (the only one here with the BPF scheduler
@@ -92,51 +91,15 @@ func TestGuestMinRTT(t *testing.T) {
 		t.Fatalf("%s loaded but not in net.mptcp.available_schedulers", name)
 	}
 	n := asymmetric(t, 8e6, 10*time.Millisecond, 40*time.Millisecond)
-	if err := sched.Use(name, n.Client); err != nil {
-		t.Fatal(err)
-	}
+	r := transfer(t, n, root, name, "minrtt", schedmodel.Args{}, 4<<20, nil)
 	if cur, err := sched.Current(n.Client); err != nil || cur != name {
 		t.Fatalf("scheduler of the client namespace: %q, %v; want %s", cur, err, name)
 	}
-	tr, err := sched.ReadTrace(root, name)
-	if err != nil {
-		t.Fatal(err)
+	checkWire(t, r)
+	if r.wire[1] < r.payload/20 {
+		t.Errorf("the long path carried %d bytes: minrtt should spill onto it once the short one is full", r.wire[1])
 	}
-	const payload = 4 << 20
-	w0 := wire(t, n, 2)
-	_, c := testkernel.Transfer(t, n, xfer.Options{Bytes: payload})
-	res, err := c.Wait()
-	events, terr := tr.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if terr != nil {
-		t.Fatal(terr)
-	}
-	if !res.Intact || res.Delivered != payload {
-		t.Fatalf("transfer: %+v", res)
-	}
-	w := diff(wire(t, n, 2), w0)
-	t.Logf("%d bytes in %v; on the wire: path 0 %d, path 1 %d (%.3fx the payload); %d decisions",
-		payload, res.Duration.Round(time.Millisecond), w[0], w[1], float64(sum(w))/payload, len(events))
-	if float64(sum(w)) > 1.1*payload {
-		t.Errorf("%d bytes on the wire for %d of payload: more than 1.1x", sum(w), payload)
-	}
-	if w[1] < payload/20 {
-		t.Errorf("the long path carried %d bytes: minrtt should spill onto it once the short one is full", w[1])
-	}
-	replay(t, "minrtt", schedmodel.Args{}, events)
-
-	st, err := sched.Stats(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sends uint64
-	for _, s := range st {
-		sends += s.Sends
-		t.Logf("subflow %d %v -> %v: %d sends, %d retrans, %d burst bytes", s.ID, s.Local, s.Remote, s.Sends, s.Retrans, s.BurstBytes)
-	}
-	if sends == 0 {
+	if r.sends == 0 {
 		t.Error("the stats map counted no decisions")
 	}
 }

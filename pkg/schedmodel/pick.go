@@ -53,9 +53,26 @@ func choose(c *Conn, i int, o *Out) {
 	o.Burst = max(s, c.SF[i].MSS)
 }
 
-// retransOnBest is SCHED_RETRANS_ON_BEST.
+func idle(f *Subflow) bool { return f.Inflight == 0 && f.NotSent == 0 }
+
+// lowestRTTIdle is sched_lowest_rtt_idle.
+func lowestRTTIdle(c *Conn) int {
+	t, bestRTT, best := tier(c), ^uint32(0), -1
+	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
+		f := &c.SF[i]
+		if !inTier(f, t) || !idle(f) {
+			continue
+		}
+		if f.SRTTUs < bestRTT {
+			bestRTT, best = f.SRTTUs, i
+		}
+	}
+	return best
+}
+
+// retransOnBest is SCHED_RETRANS_ON_BEST: an idle subflow, or none.
 func retransOnBest(c *Conn) Out {
 	var o Out
-	choose(c, lowestRTT(c, false), &o)
+	choose(c, lowestRTTIdle(c), &o)
 	return o
 }

@@ -62,15 +62,20 @@ func TestRRNothingUsable(t *testing.T) {
 	}
 }
 
-// Reinjections go to the lowest-RTT usable subflow, not the next in turn,
-// and leave the rotation alone.
+// Reinjections go to the lowest-RTT idle usable subflow (as the kernel's
+// default), not the next in turn, and leave the rotation alone; with every
+// subflow busy, none is marked.
 func TestRRRetransOnBest(t *testing.T) {
-	c := mkConn(mkSF(1, 30000, 10, 10), mkSF(2, 5000, 10, 10), mkSF(3, 9000, 10, 0))
+	c := mkConn(mkSF(1, 30000, 10, 0), mkSF(2, 5000, 10, 10), mkSF(3, 9000, 10, 0))
 	s := State{}
 	s.W[0] = 1
 	o := RR{Packets: 1}.Retrans(c, &s)
-	if o.Mask != 0b10 || s.W[0] != 1 {
-		t.Fatalf("mask %b state %d: want sf[1] (lowest RTT, window full or not), state 1", o.Mask, s.W[0])
+	if o.Mask != 0b100 || s.W[0] != 1 {
+		t.Fatalf("mask %b state %d: want sf[2] (the lowest-RTT idle one; sf[1] is busy), state 1", o.Mask, s.W[0])
+	}
+	busy := mkConn(mkSF(1, 30000, 10, 3), mkSF(2, 5000, 10, 10))
+	if o := (RR{Packets: 1}).Retrans(busy, &s); o.Mask != 0 {
+		t.Fatalf("mask %b with every subflow busy: want none (the kernel retries later)", o.Mask)
 	}
 }
 
