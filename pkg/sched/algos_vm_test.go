@@ -218,7 +218,7 @@ func TestGuestSchedulers(t *testing.T) {
 }
 
 // rr: on two equal paths it splits the bytes about evenly; on the unequal
-// ones what it does is logged (reported in docs/sched-rr-redundant-blest-ecf.md),
+// ones what it does is logged (reported in docs/schedulers.md),
 // and its wire bytes checked.
 func testRR(t *testing.T, root string, unequal *topo.Net) {
 	name := load(t, root, "rr", sched.Params{Trace: true})
