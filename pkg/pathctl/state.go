@@ -88,9 +88,7 @@ type State struct {
 // concurrent use.
 type Publisher struct {
 	file, program string
-	// OnError, if set, hears each failure to write (the first of a run of
-	// failures only).
-	OnError func(error)
+	onError       func(error)
 
 	mu      sync.Mutex
 	conns   map[string]ConnState // by netns + token
@@ -104,8 +102,10 @@ type Publisher struct {
 const MinInterval = 250 * time.Millisecond
 
 // NewPublisher publishes to dir/<pid>.json (dir is made if missing).
-func NewPublisher(dir, program string) *Publisher {
-	p := &Publisher{file: filepath.Join(dir, strconv.Itoa(os.Getpid())+".json"), program: program,
+// onError, if not nil, hears the first failure to write of each run of
+// failures.
+func NewPublisher(dir, program string, onError func(error)) *Publisher {
+	p := &Publisher{file: filepath.Join(dir, strconv.Itoa(os.Getpid())+".json"), program: program, onError: onError,
 		conns: map[string]ConnState{}, dirty: make(chan struct{}, 1), done: make(chan struct{})}
 	go p.loop()
 	p.dirty <- struct{}{}
@@ -167,8 +167,8 @@ func (p *Publisher) write() {
 	err := writeState(p.file, s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err != nil && !p.failing && p.OnError != nil {
-		p.OnError(err)
+	if err != nil && !p.failing && p.onError != nil {
+		p.onError(err)
 	}
 	p.failing = err != nil
 }

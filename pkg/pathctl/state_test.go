@@ -14,7 +14,7 @@ import (
 // once it closes; a file whose process is gone is not read.
 func TestPublisherState(t *testing.T) {
 	dir := t.TempDir()
-	p := NewPublisher(dir, "test")
+	p := NewPublisher(dir, "test", func(err error) { t.Error(err) })
 	c := NewConnState("lab", 0xab, time.Unix(100, 0))
 	p.Set(c)
 	a := SubflowID{netip.MustParseAddrPort("10.0.0.1:1"), netip.MustParseAddrPort("10.1.0.1:80")}
