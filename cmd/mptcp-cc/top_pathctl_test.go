@@ -3,12 +3,22 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
 // `top` shows what a path controller holds: the PATH column (best-path on
@@ -109,5 +119,114 @@ func TestTopPathctl(t *testing.T) {
 	renderTop(&b, f, "token", time.Second, nil, 0, false)
 	if strings.Contains(b.String(), "PATH") || strings.Contains(b.String(), "path controller") {
 		t.Errorf("without a controller:\n%s", b.String())
+	}
+}
+
+// On this host's kernel: while `mptcp-cc pathctl` controls a transfer where
+// aggregation hurts, `top --json` shows the controller's mode and, from the
+// kernel, the bad path's subflow flagged backup; once the controller is
+// interrupted, neither.
+func TestTopPathctlLive(t *testing.T) {
+	root := testkernel.PinRoot(t)
+	n := testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 10e6, Delay: 10 * time.Millisecond},
+			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
+		},
+		Subflows: true,
+	})
+	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
+		t.Fatal(err)
+	}
+	name := testkernel.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	srv := testkernel.Serve(t, n)
+	c := testkernel.Start(t, n, srv, xfer.Options{CC: name, For: 12 * time.Second})
+	var token string
+	for deadline := time.Now().Add(3 * time.Second); token == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		socks, err := sockdiag.Dump(n.Client, 2, sockdiag.Connected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range socks {
+			if s.MPTCP && s.Local == c.Local() && s.Token != 0 {
+				token = fmt.Sprintf("%08x", s.Token)
+			}
+		}
+	}
+	if token == "" {
+		t.Fatal("no MPTCP subflow from the transfer")
+	}
+
+	state := t.TempDir()
+	bin := testenv.Binary(t, ".")
+	ctl := exec.Command(bin, "pathctl", "--token", token, "--netns", n.Client, "--apply", "endpoint", "--period", "250ms", "--state-dir", state)
+	var ctlOut testenv.SyncBuffer
+	ctl.Stdout, ctl.Stderr = &ctlOut, &ctlOut
+	if err := ctl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if ctl.ProcessState == nil {
+			_ = ctl.Process.Kill()
+			_ = ctl.Wait()
+		}
+	})
+
+	type row struct {
+		Token    string
+		PathCtl  *pathctl.ConnState `json:"pathctl"`
+		Subflows []struct {
+			Local  string
+			Backup bool
+		}
+	}
+	top := func() (row, string) {
+		out, err := exec.Command(bin, "top", "--once", "--json", "--bpffs", root, "--netns", n.Client, "--pathctl-state", state, "--interval", "100ms").Output()
+		if err != nil {
+			t.Fatalf("top: %v", err)
+		}
+		var f struct{ Connections []row }
+		if err := json.Unmarshal(out, &f); err != nil {
+			t.Fatalf("top --json: %v\n%s", err, out)
+		}
+		for _, r := range f.Connections {
+			if r.Token == token {
+				return r, string(out)
+			}
+		}
+		t.Fatalf("top does not list %s:\n%s", token, out)
+		return row{}, ""
+	}
+	badFlagged := func(r row) bool {
+		for _, s := range r.Subflows {
+			if strings.HasPrefix(s.Local, "10.0.1.1:") {
+				return s.Backup
+			}
+		}
+		return false
+	}
+	start := time.Now()
+	for {
+		r, out := top()
+		if r.PathCtl != nil && r.PathCtl.Mode == "best-path" && !r.PathCtl.Trial && badFlagged(r) {
+			t.Logf("top showed best-path with the bad path backup after %v: %+v", time.Since(start).Round(time.Millisecond), *r.PathCtl)
+			break
+		}
+		if time.Since(start) > 12*time.Second {
+			t.Fatalf("after 12 s top shows %s\ncontroller said:\n%s", out, ctlOut.String())
+		}
+	}
+	if err := ctl.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Wait(); err != nil {
+		t.Fatalf("pathctl after SIGINT: %v\n%s", err, ctlOut.String())
+	}
+	if r, out := top(); r.PathCtl != nil || badFlagged(r) {
+		t.Errorf("after the controller stopped, top shows %s", out)
+	}
+	if _, err := c.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
