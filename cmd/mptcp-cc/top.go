@@ -299,10 +299,7 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			fmt.Fprintf(pw, "%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Token, topNSLabel(c.Netns), topPathState(c, nil), c.Switches, topAge(c.Since, f.Time), c.Reason)
 		}
 		_ = pw.Flush()
-		for _, l := range strings.Split(strings.TrimSuffix(pb.String(), "\n"), "\n") {
-			w.WriteString(strings.TrimRight(l, " "))
-			w.WriteString(eol)
-		}
+		topLines(w, pb.String(), eol)
 	}
 
 	if len(f.Closed) > 0 {
@@ -321,10 +318,15 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			fmt.Fprintf(cw, "%08x\t%s\t%s\t%d\t%s\t%s ago\t\n", c.Token, c.Local, c.Remote, len(c.Subflows), life, f.Time.Sub(c.Closed).Round(time.Second))
 		}
 		_ = cw.Flush()
-		for _, l := range strings.Split(strings.TrimSuffix(cb.String(), "\n"), "\n") {
-			w.WriteString(strings.TrimRight(l, " "))
-			w.WriteString(eol)
-		}
+		topLines(w, cb.String(), eol)
+	}
+}
+
+// topLines writes a flushed table's lines without their trailing blanks.
+func topLines(w *bytes.Buffer, table, eol string) {
+	for _, l := range strings.Split(strings.TrimSuffix(table, "\n"), "\n") {
+		w.WriteString(strings.TrimRight(l, " "))
+		w.WriteString(eol)
 	}
 }
 

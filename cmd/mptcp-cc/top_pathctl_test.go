@@ -14,10 +14,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
@@ -128,35 +125,11 @@ func TestTopPathctl(t *testing.T) {
 // interrupted, neither.
 func TestTopPathctlLive(t *testing.T) {
 	root := testkernel.PinRoot(t)
-	n := testkernel.Net(t, topo.Config{
-		Paths: []int{0, 1},
-		Bottlenecks: []topo.Shaping{
-			{RateBits: 10e6, Delay: 10 * time.Millisecond},
-			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
-		},
-		Subflows: true,
-	})
-	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
-		t.Fatal(err)
-	}
+	n := testkernel.HurtingPaths(t, true)
 	name := testkernel.Load(t, root, "lia", cc.Params{RSFTarget: cc.DefaultRSFTarget})
 	srv := testkernel.Serve(t, n)
 	c := testkernel.Start(t, n, srv, xfer.Options{CC: name, For: 12 * time.Second})
-	var token string
-	for deadline := time.Now().Add(3 * time.Second); token == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		socks, err := sockdiag.Dump(n.Client, 2, sockdiag.Connected)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range socks {
-			if s.MPTCP && s.Local == c.Local() && s.Token != 0 {
-				token = fmt.Sprintf("%08x", s.Token)
-			}
-		}
-	}
-	if token == "" {
-		t.Fatal("no MPTCP subflow from the transfer")
-	}
+	token := fmt.Sprintf("%08x", testkernel.Token(t, n.Client, c.Local()))
 
 	state := t.TempDir()
 	bin := testenv.Binary(t, ".")

@@ -1,11 +1,10 @@
-package daemon
+package daemon_test
 
 import (
 	"context"
-	"io"
+	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"regexp"
@@ -16,8 +15,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
@@ -44,6 +42,8 @@ func kernelBackup(t *testing.T, ns string) map[uint32]map[netip.Addr]bool {
 	return out
 }
 
+func hexToken(t uint32) string { return fmt.Sprintf("%08x", t) }
+
 var switchLine = regexp.MustCompile(`(?m)^mptcp_cc_pathctl_switches_total\{cause="([a-z]+)",netns="([^"]+)",to="([a-z-]+)"\} (\d+)$`)
 
 // End to end on this host's kernel: the daemon, told to control the
@@ -54,27 +54,17 @@ var switchLine = regexp.MustCompile(`(?m)^mptcp_cc_pathctl_switches_total\{cause
 // reports the subflow flagged. The switch is logged and counted; at
 // shutdown the flag is cleared.
 func TestPathctlDaemonEndToEnd(t *testing.T) {
-	n := testkernel.Net(t, topo.Config{
-		Paths: []int{0, 1},
-		Bottlenecks: []topo.Shaping{
-			{RateBits: 10e6, Delay: 10 * time.Millisecond},
-			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
-		},
-		Subflows: true,
-	})
-	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
-		t.Fatal(err)
-	}
+	n := testkernel.HurtingPaths(t, true)
 	srv := testkernel.Serve(t, n)
 	// Another connection in the namespace, to another port: left alone.
 	other := testkernel.Serve(t, n)
 
 	state := t.TempDir()
-	cfg := Config{
+	cfg := daemon.Config{
 		BPFFS:   filepath.Join(t.TempDir(), "cc"),
-		Metrics: Metrics{ListenAddress: "127.0.0.1:0"},
-		Events:  Events{Enabled: new(bool)},
-		Pathctl: Pathctl{Enabled: true, OwnNetns: new(bool), Namespaces: []string{n.Client}, Apply: "endpoint",
+		Metrics: daemon.Metrics{ListenAddress: "127.0.0.1:0"},
+		Events:  daemon.Events{Enabled: new(bool)},
+		Pathctl: daemon.Pathctl{Enabled: true, OwnNetns: new(bool), Namespaces: []string{n.Client}, Apply: "endpoint",
 			Period: 250 * time.Millisecond, Ports: []uint16{srv.Addr().Port()}, StateDir: state},
 	}
 	var logs testenv.SyncBuffer
@@ -83,7 +73,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Ready: func(a net.Addr) { ready <- a }})
+		done <- daemon.Run(ctx, cfg, daemon.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Ready: func(a net.Addr) { ready <- a }})
 	}()
 	var url string
 	select {
@@ -97,9 +87,9 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 
 	c := testkernel.Start(t, n, srv, xfer.Options{For: 14 * time.Second})
 	oc := testkernel.Start(t, n, other, xfer.Options{Bytes: 1 << 20})
-	token := tokenFrom(t, n.Client, c.Local())
-	otherToken := tokenFrom(t, n.Client, oc.Local())
-	hex := tokenString(token)
+	token := testkernel.Token(t, n.Client, c.Local())
+	otherToken := testkernel.Token(t, n.Client, oc.Local())
+	hex := hexToken(token)
 	bad := topo.ClientAddr(1)
 
 	start := time.Now()
@@ -117,7 +107,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 
 	// Counted, and the gauge has the connection; the other one is not
 	// controlled (its port is not in the filter).
-	body := scrape(t, url)
+	body := get(t, url)
 	toBest := 0
 	for _, m := range switchLine.FindAllStringSubmatch(body, -1) {
 		if m[2] == n.Client && m[3] == "best-path" {
@@ -126,7 +116,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 		}
 	}
 	if toBest == 0 {
-		t.Errorf("no switch to best-path counted:\n%s", grepLines(body, "mptcp_cc_pathctl_"))
+		t.Errorf("no switch to best-path counted:\n%s", grep(body, "mptcp_cc_pathctl_"))
 	}
 	var controlled int
 	for _, mode := range []string{"multipath", "best-path", "trial"} {
@@ -137,19 +127,19 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 		}
 	}
 	if controlled != 1 {
-		t.Errorf("%d connections controlled, want 1 (the other's port is filtered out):\n%s", controlled, grepLines(body, "mptcp_cc_pathctl_"))
+		t.Errorf("%d connections controlled, want 1 (the other's port is filtered out):\n%s", controlled, grep(body, "mptcp_cc_pathctl_"))
 	}
 	st, err := pathctl.ReadStates(state)
 	if err != nil || len(st) != 1 || len(st[0].Connections) != 1 || st[0].Connections[0].Token != hex {
 		t.Errorf("published state %+v %v", st, err)
 	}
-	left := `msg="path controller: connection left alone by the filter" netns=` + n.Client + " token=" + tokenString(otherToken)
-	if !strings.Contains(logs.String(), left) || strings.Contains(logs.String(), "controlling a connection\" netns="+n.Client+" token="+tokenString(otherToken)) {
+	left := `msg="path controller: connection left alone by the filter" netns=` + n.Client + " token=" + hexToken(otherToken)
+	if !strings.Contains(logs.String(), left) || strings.Contains(logs.String(), "controlling a connection\" netns="+n.Client+" token="+hexToken(otherToken)) {
 		t.Errorf("the connection to another port was not left alone (%s):\n%s", left, logs.String())
 	}
 
-	t.Logf("logged:\n%s", grepLines(logs.String(), "path controller switched"))
-	t.Logf("metrics:\n%s", grepLines(body, "pathctl_switches_total{cause=\"trial\"")+"\n"+grepLines(body, "pathctl_connections"))
+	t.Logf("logged:\n%s", grep(logs.String(), "path controller switched"))
+	t.Logf("metrics:\n%s", grep(body, "pathctl_switches_total{cause=\"trial\"")+"\n"+grep(body, "pathctl_connections"))
 
 	// Shutdown while the transfer runs: no flag is left, on the subflow or
 	// the endpoint.
@@ -162,20 +152,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 			t.Errorf("subflow from %v still flagged backup after the daemon stopped", a)
 		}
 	}
-	pm, err := mptcpnl.DialNS(n.Client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pm.Close()
-	eps, err := pm.Endpoints()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ep := range eps {
-		if ep.Flags&mptcpnl.FlagBackup != 0 {
-			t.Errorf("endpoint %v left flagged backup", ep)
-		}
-	}
+	testkernel.NoBackupEndpoint(t, n.Client)
 	if st, _ := pathctl.ReadStates(state); len(st) != 0 {
 		t.Errorf("state left after shutdown: %+v", st)
 	}
@@ -188,45 +165,4 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 			t.Errorf("sent %d, delivered %d", res.Sent, res.Delivered)
 		}
 	}
-}
-
-func tokenFrom(t *testing.T, ns string, local netip.AddrPort) uint32 {
-	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		socks, err := sockdiag.Dump(ns, 2, sockdiag.StateSet(sockdiag.Established))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range socks {
-			if s.MPTCP && s.Local == local && s.Token != 0 {
-				return s.Token
-			}
-		}
-	}
-	t.Fatalf("no MPTCP subflow from %v", local)
-	return 0
-}
-
-func scrape(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) && !strings.HasPrefix(l, "#") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

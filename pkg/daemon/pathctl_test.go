@@ -3,10 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -356,16 +354,7 @@ func TestRunPathctl(t *testing.T) {
 	}
 	f.report(t, "lab", ConnChange{Kind: Opened, Conn: conn(1, "10.0.0.1:1", "10.1.0.1:2")})
 	waitRunning(t, f, "lab/1")
-	resp, err := http.Get("http://" + addr.String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := string(b)
+	body := metricsBody(t, addr)
 	for _, want := range []string{`mptcp_cc_pathctl_connections{mode="multipath",netns="lab"} 1`, `mptcp_cc_pathctl_skipped_total 0`, `mptcp_cc_pathctl_switches_total{cause="stall",netns="lab",to="best-path"} 0`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
