@@ -25,7 +25,11 @@ is interrupted, and clears every flag it set before it exits.
 
 --apply connection needs the userspace path manager (net.mptcp.pm_type=1,
 as mptcpd runs); --apply endpoint flags the in-kernel path manager's
-endpoint, which every connection using it follows. auto picks by pm_type.`
+endpoint, which every connection using it follows. auto picks by pm_type.
+
+While it runs, it publishes what it decided under --state-dir, where
+` + "`mptcp-cc top`" + ` reads it (its PATH column). ` + "`mptcp-cc serve`" + ` runs the same
+controller on every matching connection (docs/daemon.md, "Path controller").`
 
 func cmdPathctl(fs *flag.FlagSet) cli.Action {
 	tokenFlag := fs.String("token", "", "the connection's token, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
@@ -34,7 +38,7 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 	period := fs.Duration("period", 500*time.Millisecond, "sampling period")
 	forD := fs.Duration("for", 0, "stop after this long (0: when the connection closes)")
 	asJSON := fs.Bool("json", false, "one JSON object per decision")
-	stateDir := fs.String("state-dir", pathctl.StateDir, "publish the controller's state here for `mptcp-cc top` (\"\": do not)")
+	stateDir := fs.String("state-dir", pathctl.StateDir, "`DIR` where the controller publishes its state for mptcp-cc top (empty: nowhere)")
 	return func(_ []string, out io.Writer) error {
 		if *tokenFlag == "" {
 			return cli.Usagef("--token is required (hex, as `mptcp-cc subflows` shows it)")

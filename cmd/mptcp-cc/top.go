@@ -32,7 +32,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 	netns := fs.String("netns", "", "follow the mptcp_pm events of this named network namespace (default: this process's)")
 	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
 	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
-	pathState := fs.String("pathctl-state", pathctl.StateDir, "directory where path controllers (serve, pathctl) publish what they control")
+	pathState := fs.String("pathctl-state", pathctl.StateDir, "`DIR` where path controllers (serve, pathctl) publish what they control")
 	root := pinRootFlag(fs)
 	schedRoot := schedRootFlag(fs, "sched-bpffs")
 	return func(_ []string, out io.Writer) error {

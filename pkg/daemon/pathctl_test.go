@@ -16,9 +16,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
 // fakePaths stands for the kernel: the test reports connections through
@@ -447,4 +451,44 @@ func waitState(t *testing.T, dir string, ok func([]pathctl.ConnState) bool) {
 		}
 	}
 	t.Fatalf("published state %+v", last)
+}
+
+// A sock_diag scan (the fallback, and the catch-up after subscribing)
+// finds a live connection by its token, named by its initial subflow.
+func TestScanConns(t *testing.T) {
+	n := testkernel.TwoPaths(t, 0)
+	srv, c := testkernel.Transfer(t, n, xfer.Options{For: 3 * time.Second})
+	token := testkernel.Token(t, n.Client, c.Local())
+	sd, err := sockdiag.DialNS(n.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	// Wait for the join, so there are two subflows to choose from.
+	var conns []PathConn
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		socks, err := sd.TCP(unix.AF_INET, sockdiag.StateSet(sockdiag.Established))
+		if err != nil {
+			t.Fatal(err)
+		}
+		subflows := 0
+		for _, s := range socks {
+			if s.MPTCP && s.Token == token {
+				subflows++
+			}
+		}
+		if subflows == 2 || time.Now().After(deadline) {
+			if conns, err = scanConns(sd); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	want := PathConn{Token: token, Local: c.Local(), Remote: srv.Addr()}
+	if len(conns) != 1 || conns[0] != want {
+		t.Errorf("scan found %+v, want [%+v]", conns, want)
+	}
+	if _, err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
 }
