@@ -91,3 +91,31 @@ func TestCauseOfEveryReason(t *testing.T) {
 		t.Logf("%-8s %s", c, r)
 	}
 }
+
+// A trial of multipath that a closing subflow interrupts ends with no
+// switch (the engine is in multipath already); Run still reports it, so
+// whoever saw the trial start sees it end.
+func TestInterruptedTrialIsReported(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	d := Decision{Mode: Multipath}
+	for i := 0; !(d.Switched && d.Trial && d.Mode == Multipath); i++ {
+		if i > 200 {
+			t.Fatal("never tried multipath")
+		}
+		d = e.Step(f.next(d))
+	}
+	d = e.Step(Sample{At: f.t0.Add(time.Hour), Subflows: []SubflowSample{{ID: pathA, BytesAcked: f.acked[pathA]}}})
+	if d.Switched || d.Chosen || d.Trial {
+		t.Fatalf("setup: the engine now reports the interruption itself: %+v", d)
+	}
+	if !reportable(d, true, nil) {
+		t.Errorf("the end of the trial (%q) is not reported", d.Reason)
+	}
+	if reportable(d, false, nil) {
+		t.Errorf("a held decision with nothing new is reported: %+v", d)
+	}
+	if Cause(d) != "" {
+		t.Errorf("an unswitched decision has cause %q", Cause(d))
+	}
+}
