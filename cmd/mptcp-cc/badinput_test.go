@@ -25,6 +25,10 @@ func TestBadInput(t *testing.T) {
 	cg := testkernel.Cgroup(t, "")
 	noNS := testenv.Unique("mptcp-cc-none-")
 	notBPFFS := t.TempDir() // must stay empty: nothing is created before the check
+	badPathctl := filepath.Join(t.TempDir(), "pathctl.yaml")
+	if err := os.WriteFile(badPathctl, []byte("pathctl:\n  enabled: true\n  apply: both\n  max_connections: -1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	const long = "much_too_long_a_name"
 	env := []string{"MPTCP_CC_BPFFS=" + root, "MPTCP_CC_POLICY_BPFFS=" + filepath.Join(bpffs, "policy"), "MPTCP_CC_SCHED_BPFFS=" + filepath.Join(bpffs, "sched")}
 	bad := testkernel.Bad
@@ -96,6 +100,8 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"pathctl", "--token", "1234", "--for", "-1s"}, "--for -1s is negative"),
 		bad(1, []string{"pathctl", "--token", "1234", "--for", "3s"}, "no such connection", "token 00001234", "mptcp-cc subflows"),
 		bad(1, []string{"pathctl", "--token", "1234", "--netns", noNS}, noNS),
+		bad(2, []string{"pathctl", "--token", "1234", "--state-dir", "run/x"}, `--state-dir "run/x" is not an absolute path`),
+		bad(1, []string{"serve", "--config", badPathctl, "--config.check"}, badPathctl+":3: pathctl.apply: unknown apply mode \"both\"", badPathctl+":4: pathctl.max_connections: -1 is out of range"),
 		bad(2, []string{"set"}, "--token is required"),
 		bad(2, []string{"set", "--token", "1234"}, "--algo is required"),
 		bad(1, []string{"set", "--token", "zz", "--algo", "reno"}, `bad token "zz"`, "hex"),
@@ -117,6 +123,7 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"top", "--interval", "abc"}, `invalid value "abc" for flag -interval`),
 		bad(1, []string{"top", "--interval", "1ms"}, "too short"),
 		bad(1, []string{"top", "--closed", "-1"}, "--closed -1"),
+		bad(1, []string{"top", "--pathctl-state", "run/x"}, `--pathctl-state "run/x" is not an absolute path`),
 		bad(1, []string{"top", "--once", "--netns", noNS}, noNS, "does not exist", "ip netns list"),
 		bad(1, []string{"top", "--once", "--netns", "../../proc/1/ns/net"}, "no '/'"),
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -24,7 +25,11 @@ is interrupted, and clears every flag it set before it exits.
 
 --apply connection needs the userspace path manager (net.mptcp.pm_type=1,
 as mptcpd runs); --apply endpoint flags the in-kernel path manager's
-endpoint, which every connection using it follows. auto picks by pm_type.`
+endpoint, which every connection using it follows. auto picks by pm_type.
+
+While it runs, it publishes what it decided under --state-dir, where
+` + "`mptcp-cc top`" + ` reads it (its PATH column). ` + "`mptcp-cc serve`" + ` runs the same
+controller on every matching connection (docs/daemon.md, "Path controller").`
 
 func cmdPathctl(fs *flag.FlagSet) cli.Action {
 	tokenFlag := fs.String("token", "", "the connection's token, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
@@ -33,6 +38,7 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 	period := fs.Duration("period", 500*time.Millisecond, "sampling period")
 	forD := fs.Duration("for", 0, "stop after this long (0: when the connection closes)")
 	asJSON := fs.Bool("json", false, "one JSON object per decision")
+	stateDir := fs.String("state-dir", pathctl.StateDir, "`DIR` where the controller publishes its state for mptcp-cc top (empty: nowhere)")
 	return func(_ []string, out io.Writer) error {
 		if *tokenFlag == "" {
 			return cli.Usagef("--token is required (hex, as `mptcp-cc subflows` shows it)")
@@ -51,6 +57,9 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		if *forD < 0 {
 			return cli.Usagef("--for %v is negative", *forD)
 		}
+		if *stateDir != "" && !filepath.IsAbs(*stateDir) {
+			return cli.Usagef("--state-dir %q is not an absolute path", *stateDir)
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if *forD > 0 {
@@ -58,9 +67,25 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 			ctx, cancel = context.WithTimeout(ctx, *forD)
 			defer cancel()
 		}
+		// What top shows of this controller; failing to publish it (not
+		// root: /run is not writable) is said once and changes nothing else.
+		publish := func(pathctl.ConnState) {}
+		if *stateDir != "" {
+			pub := pathctl.NewPublisher(*stateDir, "pathctl", func(err error) {
+				fmt.Fprintf(os.Stderr, "mptcp-cc pathctl: not shown in `mptcp-cc top`: %v\n", err)
+			})
+			defer pub.Close()
+			publish = pub.Set
+		}
+		st := pathctl.NewConnState(*ns, token, time.Now())
+		publish(st)
 		err = pathctl.Run(ctx, pathctl.Options{
 			NS: *ns, Token: token, Apply: how, Config: pathctl.Config{Period: *period},
-			Event: func(e pathctl.Event) { writeEvent(out, e, *asJSON) },
+			Event: func(e pathctl.Event) {
+				writeEvent(out, e, *asJSON)
+				st.Update(e)
+				publish(st)
+			},
 		})
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil

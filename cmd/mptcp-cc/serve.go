@@ -96,8 +96,16 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 		}
 		if *check {
 			r := cfg.Resolve()
-			fmt.Fprintf(out, "%s: valid: %d algorithm(s), %d policy rule(s), %d scheduler(s), %d namespace scheduler(s), metrics on %s (max %d subflows), on_exit %s, pins under %s\n",
-				*configFile, len(r.Algorithms), len(r.Policies), len(r.Schedulers), len(r.NetnsSchedulers), r.Metrics.ListenAddress, *r.Metrics.MaxSubflows, r.OnExit, r.BPFFS)
+			paths := "off"
+			if r.Pathctl.Enabled {
+				n := len(r.Pathctl.Namespaces)
+				if *r.Pathctl.OwnNetns {
+					n++
+				}
+				paths = fmt.Sprintf("on in %d namespace(s)", n)
+			}
+			fmt.Fprintf(out, "%s: valid: %d algorithm(s), %d policy rule(s), %d scheduler(s), %d namespace scheduler(s), path controller %s, metrics on %s (max %d subflows), on_exit %s, pins under %s\n",
+				*configFile, len(r.Algorithms), len(r.Policies), len(r.Schedulers), len(r.NetnsSchedulers), paths, r.Metrics.ListenAddress, *r.Metrics.MaxSubflows, r.OnExit, r.BPFFS)
 			return nil
 		}
 

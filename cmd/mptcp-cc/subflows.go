@@ -34,6 +34,7 @@ func cmdSubflows(fs *flag.FlagSet) cli.Action {
 			}
 			unjoined := len(stats.JoinSched(snap.Subflows, snap.Schedulers, snap.SchedSubflows))
 			subs := snap.Subflows
+			stats.JoinKernel(subs, kernelSockets())
 			if *asJSON {
 				if subs == nil {
 					subs = []stats.Subflow{}
@@ -89,7 +90,7 @@ func subflowTable(out io.Writer, subs []stats.Subflow) error {
 			token = fmt.Sprintf("%08x", s.Token)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s=%.3f\t",
-			token, s.SubflowID, s.CC, s.Local, s.Remote, s.CAState, s.Cwnd, stats.FormatSsthresh(s.Ssthresh),
+			token, s.SubflowID, s.CC, s.Local, s.Remote, subflowState(s), s.Cwnd, stats.FormatSsthresh(s.Ssthresh),
 			ms(s.SRTT), ms(s.MinRTT), s.InFlight, s.Delivered, s.Lost, s.Retrans, s.CoupledName, s.Coupled)
 		if sc := s.Sched; sc != nil {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t", sc.Name, sc.Sends, sc.Retrans, schedBytes(sc.BurstBytes))
@@ -99,6 +100,20 @@ func subflowTable(out io.Writer, subs []stats.Subflow) error {
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// subflowState is the CA state with the backup flags: backup (this side
+// flagged it: MP_PRIO sent, or its endpoint's flag), peer-backup (the peer
+// did).
+func subflowState(s stats.Subflow) string {
+	st := s.CAState
+	if s.Backup {
+		st += ",backup"
+	}
+	if s.BackupRemote {
+		st += ",peer-backup"
+	}
+	return st
 }
 
 // schedBytes shortens a byte count for the tables.

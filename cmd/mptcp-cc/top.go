@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -30,6 +32,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 	netns := fs.String("netns", "", "follow the mptcp_pm events of this named network namespace (default: this process's)")
 	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
 	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
+	pathState := fs.String("pathctl-state", pathctl.StateDir, "`DIR` where path controllers (serve, pathctl) publish what they control")
 	root := pinRootFlag(fs)
 	schedRoot := schedRootFlag(fs, "sched-bpffs")
 	return func(_ []string, out io.Writer) error {
@@ -47,6 +50,9 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 		}
 		if *interval < 10*time.Millisecond {
 			return fmt.Errorf("--interval %v is too short (at least 10ms)", *interval)
+		}
+		if !filepath.IsAbs(*pathState) {
+			return fmt.Errorf("--pathctl-state %q is not an absolute path", *pathState)
 		}
 		// Fail early with the map error (not root, nothing loaded ...).
 		src := stats.Pinned{Root: *root, SchedRoot: *schedRoot}
@@ -84,6 +90,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 				return err
 			}
 			subs := snap.Subflows
+			stats.JoinKernel(subs, kernelSockets())
 			var st *events.State
 			if tracker != nil {
 				s := tracker.Snapshot()
@@ -93,6 +100,10 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 			if tracker != nil {
 				frame.EventsNetns = topNSLabel(*netns)
 			}
+			// A state file that does not parse (a writer of another
+			// version) only costs its connections' PATH cells.
+			states, _ := pathctl.ReadStates(*pathState)
+			frame.JoinPathctl(states)
 			if err := events.SortConns(frame.Connections, *sortBy); err != nil {
 				return err
 			}
@@ -196,9 +207,17 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			scheduled = scheduled || s.Sched != nil
 		}
 	}
+	// The path controller's column only when one controls a connection.
+	controlled := false
+	for _, c := range f.Connections {
+		controlled = controlled || c.PathCtl != nil
+	}
 	var tb bytes.Buffer
 	tw := tabwriter.NewWriter(&tb, 0, 4, 2, ' ', 0)
 	fmt.Fprint(tw, "TOKEN/SF\tCC\tLOCAL\tREMOTE\tIDS\tSTATE\tCWND\tSSTHRESH\tSRTT\tRATE\tLOSS\tLOST\tRETRANS\tCOUPLED\tAGE\t")
+	if controlled {
+		fmt.Fprint(tw, "PATH\t")
+	}
 	if scheduled {
 		fmt.Fprint(tw, "SCHED\tPICKS\tBURST\t")
 	}
@@ -219,6 +238,9 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%d\t\t%s\t%s\t\t%d\t%d\t%s\t%s\t",
 			token, c.CC, subs, c.Cwnd, srtt, topRate(c.Rate), c.Lost, c.Retrans, topCoupled(c.CoupledName, c.Coupled), topAge(c.Created, f.Time))
+		if controlled {
+			fmt.Fprint(tw, topPath(c), "\t")
+		}
 		if scheduled {
 			fmt.Fprint(tw, topConnSched(c))
 		}
@@ -233,13 +255,13 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			if s.MPTCP {
 				ids = fmt.Sprintf("%d/%d", s.LocalID, s.RemoteID)
 			}
-			state := s.CAState
-			if s.Backup {
-				state += ",backup"
-			}
+			state := subflowState(s.Subflow)
 			fmt.Fprintf(tw, " %s sf %d\t\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t",
 				branch, s.SubflowID, s.Local, s.Remote, ids, state, s.Cwnd, stats.FormatSsthresh(s.Ssthresh), topMs(s.SRTT.Seconds()),
 				topRate(s.Rate), topLoss(s.LossRatio), s.Lost, s.Retrans, topCoupled("", s.Coupled), topAge(s.Established, f.Time))
+			if controlled {
+				fmt.Fprint(tw, "\t")
+			}
 			if sc := s.Sched; sc != nil {
 				fmt.Fprintf(tw, "\t%d\t%s\t", sc.Sends+sc.Retrans, schedBytes(sc.BurstBytes))
 			} else if scheduled {
@@ -267,6 +289,19 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 		w.WriteString(eol)
 	}
 
+	if len(f.PathctlUnlisted) > 0 {
+		w.WriteString(eol)
+		fmt.Fprintf(w, "path controller, connections running no mptcp-cc congestion control:%s", eol)
+		var pb bytes.Buffer
+		pw := tabwriter.NewWriter(&pb, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(pw, "TOKEN\tNETNS\tPATH\tSWITCHES\tSINCE\tREASON\t")
+		for _, c := range f.PathctlUnlisted {
+			fmt.Fprintf(pw, "%s\t%s\t%s\t%d\t%s\t%s\t\n", c.Token, topNSLabel(c.Netns), topPathState(c, nil), c.Switches, topAge(c.Since, f.Time), c.Reason)
+		}
+		_ = pw.Flush()
+		topLines(w, pb.String(), eol)
+	}
+
 	if len(f.Closed) > 0 {
 		w.WriteString(eol)
 		fmt.Fprintf(w, "recently closed (mptcp_pm events):%s", eol)
@@ -283,11 +318,49 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			fmt.Fprintf(cw, "%08x\t%s\t%s\t%d\t%s\t%s ago\t\n", c.Token, c.Local, c.Remote, len(c.Subflows), life, f.Time.Sub(c.Closed).Round(time.Second))
 		}
 		_ = cw.Flush()
-		for _, l := range strings.Split(strings.TrimSuffix(cb.String(), "\n"), "\n") {
-			w.WriteString(strings.TrimRight(l, " "))
-			w.WriteString(eol)
-		}
+		topLines(w, cb.String(), eol)
 	}
+}
+
+// topLines writes a flushed table's lines without their trailing blanks.
+func topLines(w *bytes.Buffer, table, eol string) {
+	for _, l := range strings.Split(strings.TrimSuffix(table, "\n"), "\n") {
+		w.WriteString(strings.TrimRight(l, " "))
+		w.WriteString(eol)
+	}
+}
+
+// topPath is a connection's PATH cell: what the path controller holding
+// it last decided, or "-".
+func topPath(c events.ConnRow) string {
+	if c.PathCtl == nil {
+		return "-"
+	}
+	return topPathState(*c.PathCtl, &c)
+}
+
+// topPathState says a controller's mode: multipath, best-path on the kept
+// subflow (by kernel subflow id when the row has it), "trial:" before
+// either while it is tried, and "!" after it while the kernel refuses a
+// flag.
+func topPathState(p pathctl.ConnState, row *events.ConnRow) string {
+	s := p.Mode
+	if p.Mode == pathctl.BestPath.String() && p.Best != "" {
+		on := p.Best
+		if row != nil {
+			if sf := row.SubflowOf(p.Best); sf != nil {
+				on = fmt.Sprintf("sf %d", sf.SubflowID)
+			}
+		}
+		s += " " + on
+	}
+	if p.Trial {
+		s = "trial: " + s
+	}
+	if p.Error != "" {
+		s += " !"
+	}
+	return s
 }
 
 // topConnSched is a connection's scheduler cells: its scheduler's name

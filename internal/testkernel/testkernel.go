@@ -20,8 +20,10 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
@@ -107,6 +109,67 @@ func TwoPaths(t testing.TB, rateBits uint64) *topo.Net {
 		Bottlenecks: []topo.Shaping{{RateBits: rateBits}, {RateBits: rateBits}},
 		Subflows:    true,
 	})
+}
+
+// HurtingPaths builds two paths where aggregation hurts (seed 004) - a
+// long, lossy, slow second path, and a server receive buffer of about the
+// good path's BDP (buf <= RTT_max * T') - the path controller's test bed.
+// subflows: the client's in-kernel path manager opens the second subflow
+// (else the caller opens it, e.g. under the userspace path manager).
+func HurtingPaths(t testing.TB, subflows bool) *topo.Net {
+	t.Helper()
+	n := Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 10e6, Delay: 10 * time.Millisecond},
+			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
+		},
+		Subflows: subflows,
+	})
+	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Token waits (up to 3 s) for an MPTCP subflow from local in namespace ns
+// and returns its connection's token.
+func Token(t testing.TB, ns string, local netip.AddrPort) uint32 {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		socks, err := sockdiag.Dump(ns, 2, sockdiag.StateSet(sockdiag.Established))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range socks {
+			if s.MPTCP && s.Local == local && s.Token != 0 {
+				return s.Token
+			}
+		}
+	}
+	t.Fatalf("no MPTCP subflow from %v", local)
+	return 0
+}
+
+// NoBackupEndpoint fails the test for every endpoint of the in-kernel path
+// manager in ns that is flagged backup: what a path controller must not
+// leave behind.
+func NoBackupEndpoint(t testing.TB, ns string) {
+	t.Helper()
+	pm, err := mptcpnl.DialNS(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pm.Close()
+	eps, err := pm.Endpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		if ep.Flags&mptcpnl.FlagBackup != 0 {
+			t.Errorf("endpoint %v left flagged backup", ep)
+		}
+	}
 }
 
 // Serve starts an MPTCP sink on the server's address in n (a port of the

@@ -25,6 +25,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
@@ -67,6 +68,39 @@ type Config struct {
 	NetnsSchedulers []NetnsScheduler `yaml:"netns_schedulers,omitempty"`
 	Metrics         Metrics          `yaml:"metrics,omitempty"`
 	Events          Events           `yaml:"events,omitempty"`
+	// Pathctl runs the path controller (pkg/pathctl) on MPTCP connections.
+	Pathctl Pathctl `yaml:"pathctl,omitempty"`
+}
+
+// Pathctl configures the path controller: one controller per matching
+// MPTCP connection, from when it is established until it closes.
+type Pathctl struct {
+	// Enabled (default false) turns it on: it changes how connections
+	// send, so it is never on by default.
+	Enabled bool `yaml:"enabled,omitempty"`
+	// OwnNetns (default true) controls the connections of the daemon's
+	// own network namespace.
+	OwnNetns *bool `yaml:"own_netns,omitempty"`
+	// Namespaces are further named network namespaces (ip netns).
+	Namespaces []string `yaml:"namespaces,omitempty"`
+	// Apply is how flags reach the kernel: auto (default), connection or
+	// endpoint (pathctl.Apply).
+	Apply string `yaml:"apply,omitempty"`
+	// Period is the sampling period (default 500ms).
+	Period time.Duration `yaml:"period,omitempty"`
+	// MaxConnections bounds the connections controlled at once (default
+	// 64); those beyond wait for a free slot.
+	MaxConnections int `yaml:"max_connections,omitempty"`
+	// Peers, if set, restricts control to connections whose peer address
+	// (the initial subflow's remote address) is in one of these prefixes.
+	Peers []string `yaml:"peers,omitempty"`
+	// Ports, if set, restricts control to connections whose initial
+	// subflow has one of these ports at either end (the service port,
+	// whichever side opened the connection).
+	Ports []uint16 `yaml:"ports,omitempty"`
+	// StateDir is where the daemon publishes what it controls for
+	// `mptcp-cc top` (default /run/mptcp-cc/pathctl).
+	StateDir string `yaml:"state_dir,omitempty"`
 }
 
 // Scheduler is one packet scheduler to keep loaded.
@@ -228,6 +262,15 @@ func ParseConfigWith(data []byte, override func(*Config)) (Config, error) {
 	if len(cfg.NetnsSchedulers) == 0 {
 		cfg.NetnsSchedulers = nil
 	}
+	if len(cfg.Pathctl.Namespaces) == 0 {
+		cfg.Pathctl.Namespaces = nil
+	}
+	if len(cfg.Pathctl.Peers) == 0 {
+		cfg.Pathctl.Peers = nil
+	}
+	if len(cfg.Pathctl.Ports) == 0 {
+		cfg.Pathctl.Ports = nil
+	}
 	if override != nil {
 		override(&cfg)
 	}
@@ -285,6 +328,7 @@ func (c Config) validate() []Problem {
 	v.policies(c.Policies, byAlgo)
 	v.schedulers(c.Schedulers, c.NetnsSchedulers)
 	v.metricsAndEvents(c.Metrics, c.Events)
+	v.pathctl(c.Pathctl)
 	return v.probs
 }
 
@@ -474,6 +518,54 @@ func (v *validation) metricsAndEvents(m Metrics, e Events) {
 	}
 }
 
+// Bounds of the pathctl section.
+const (
+	minPathPeriod     = 10 * time.Millisecond
+	maxPathPeriod     = time.Minute
+	maxPathConns      = 65536
+	defaultPathConns  = 64
+	defaultPathPeriod = 500 * time.Millisecond
+)
+
+// pathctl checks the path controller's section.
+func (v *validation) pathctl(p Pathctl) {
+	if _, err := pathctl.ParseApply(p.Apply); err != nil {
+		v.bad("pathctl.apply", "%v", err)
+	}
+	if p.Period != 0 && (p.Period < minPathPeriod || p.Period > maxPathPeriod) {
+		v.bad("pathctl.period", "%v is out of range (%v to %v)", p.Period, minPathPeriod, maxPathPeriod)
+	}
+	if p.MaxConnections < 0 || p.MaxConnections > maxPathConns {
+		v.bad("pathctl.max_connections", "%d is out of range (1 to %d; leave it out for %d)", p.MaxConnections, maxPathConns, defaultPathConns)
+	}
+	seen := map[string]int{}
+	for i, n := range p.Namespaces {
+		f := fmt.Sprintf("pathctl.namespaces[%d]", i)
+		if netns.CheckName(n) != nil {
+			v.bad(f, "%q is not a network namespace name (as `ip netns list` shows them; own_netns is the daemon's own)", n)
+		} else if j, dup := seen[n]; dup {
+			v.bad(f, "%q is also pathctl.namespaces[%d]", n, j)
+		}
+		seen[n] = i
+	}
+	if p.Enabled && p.OwnNetns != nil && !*p.OwnNetns && len(p.Namespaces) == 0 {
+		v.bad("pathctl", "enabled, but controls no namespace: own_netns is false and namespaces is empty")
+	}
+	for i, d := range p.Peers {
+		if _, err := parseDst(d); err != nil {
+			v.bad(fmt.Sprintf("pathctl.peers[%d]", i), "%v", err)
+		}
+	}
+	for i, port := range p.Ports {
+		if port == 0 {
+			v.bad(fmt.Sprintf("pathctl.ports[%d]", i), "0 is no port: give the service port (1 to 65535)")
+		}
+	}
+	if p.StateDir != "" && !path.IsAbs(p.StateDir) {
+		v.bad("pathctl.state_dir", "%q is not an absolute path", p.StateDir)
+	}
+}
+
 // parseDst accepts a prefix (10.0.0.0/8, 2001:db8::/32) or a single address.
 func parseDst(s string) (netip.Prefix, error) {
 	if !strings.Contains(s, "/") {
@@ -551,7 +643,54 @@ func (c Config) Resolve() Config {
 		t := true
 		c.Events.Enabled = &t
 	}
+	c.Pathctl = c.Pathctl.resolve()
 	return c
+}
+
+func (p Pathctl) resolve() Pathctl {
+	if p.OwnNetns == nil {
+		t := true
+		p.OwnNetns = &t
+	}
+	if p.Apply == "" {
+		p.Apply = string(pathctl.Auto)
+	}
+	if p.Period == 0 {
+		p.Period = defaultPathPeriod
+	}
+	if p.MaxConnections == 0 {
+		p.MaxConnections = defaultPathConns
+	}
+	if p.StateDir == "" {
+		p.StateDir = pathctl.StateDir
+	}
+	return p
+}
+
+// describe is a resolved section in one line, for the reload's log.
+func (p Pathctl) describe() string {
+	if !p.Enabled {
+		return "off"
+	}
+	ns := make([]string, 0, len(p.namespaces()))
+	for _, n := range p.namespaces() {
+		ns = append(ns, nsName(n))
+	}
+	return fmt.Sprintf("on in %v apply=%s period=%v max_connections=%d peers=%v ports=%v state_dir=%s",
+		ns, p.Apply, p.Period, p.MaxConnections, p.Peers, p.Ports, p.StateDir)
+}
+
+// namespaces are the network namespaces a resolved section controls ("":
+// the daemon's own), none when it is off.
+func (p Pathctl) namespaces() []string {
+	if !p.Enabled {
+		return nil
+	}
+	var out []string
+	if *p.OwnNetns {
+		out = append(out, "")
+	}
+	return append(out, p.Namespaces...)
 }
 
 // Marshal encodes the configuration as YAML (for `serve --config.check -v`

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,6 +115,17 @@ func TestConfigErrors(t *testing.T) {
 		{"relative bpffs", "bpffs: mptcp-cc\n", []string{"config:1: bpffs: \"mptcp-cc\" is not an absolute path"}},
 		{"netns", "events:\n  namespaces: [\"a/b\"]\n", []string{"config:2: events.namespaces[0]:"}},
 		{"huge", "# " + strings.Repeat("x", MaxConfigBytes) + "\n", []string{"at most"}},
+		{"pathctl apply", "pathctl:\n  enabled: true\n  apply: both\n", []string{`config:3: pathctl.apply: unknown apply mode "both": use connection, endpoint or auto`}},
+		{"pathctl period", "pathctl:\n  period: 1ms\n", []string{"config:2: pathctl.period: 1ms is out of range (10ms to 1m0s)"}},
+		{"pathctl period unit", "pathctl:\n  period: 500\n", []string{"config:2: pathctl.period: \"500\" is not a duration"}},
+		{"pathctl max", "pathctl:\n  max_connections: -1\n", []string{"config:2: pathctl.max_connections: -1 is out of range (1 to 65536; leave it out for 64)"}},
+		{"pathctl netns", "pathctl:\n  namespaces: [lab, \"../x\", lab]\n", []string{`config:2: pathctl.namespaces[1]: "../x" is not a network namespace name`, `pathctl.namespaces[2]: "lab" is also pathctl.namespaces[0]`}},
+		{"pathctl nothing", "pathctl:\n  enabled: true\n  own_netns: false\n", []string{"config:1: pathctl: enabled, but controls no namespace: own_netns is false and namespaces is empty"}},
+		{"pathctl peers", "pathctl:\n  peers: [10.0.0.1/8, example.com]\n", []string{`pathctl.peers[0]: "10.0.0.1/8" has host bits set; did you mean 10.0.0.0/8?`, `pathctl.peers[1]: "example.com" is neither an address nor a prefix`}},
+		{"pathctl port 0", "pathctl:\n  ports: [443, 0]\n", []string{"config:2: pathctl.ports[1]: 0 is no port"}},
+		{"pathctl port range", "pathctl:\n  ports: [70000]\n", []string{"pathctl.ports[0]: \"70000\" is not a port number"}},
+		{"pathctl state_dir", "pathctl:\n  state_dir: run/x\n", []string{"config:2: pathctl.state_dir: \"run/x\" is not an absolute path"}},
+		{"pathctl typo", "pathctl:\n  enable: true\n", []string{"config:2: pathctl.enable: unknown field \"enable\""}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,6 +144,44 @@ func TestConfigErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The pathctl section: off unless enabled, the daemon's own namespace
+// unless own_netns is false, and the defaults filled in.
+func TestConfigPathctl(t *testing.T) {
+	c, err := ParseConfig([]byte("pathctl:\n  namespaces: [lab]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Resolve().Pathctl
+	if r.namespaces() != nil || r.Apply != "auto" || r.Period != 500*time.Millisecond || r.MaxConnections != 64 || r.StateDir != "/run/mptcp-cc/pathctl" || !*r.OwnNetns {
+		t.Fatalf("defaults: %+v", r)
+	}
+	c, err = ParseConfig([]byte("pathctl:\n  enabled: true\n  own_netns: false\n  namespaces: [lab]\n  apply: connection\n  period: 250ms\n  max_connections: 2\n  peers: [10.1.0.0/16, 2001:db8::1]\n  ports: [5201]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = c.Resolve().Pathctl
+	if got := r.namespaces(); !reflect.DeepEqual(got, []string{"lab"}) {
+		t.Fatalf("namespaces %v", got)
+	}
+	f := newPathFilter(r)
+	for _, m := range []struct {
+		local, remote string
+		want          bool
+	}{
+		{"10.0.0.1:40000", "10.1.0.1:5201", true},
+		{"10.1.0.1:5201", "10.1.0.9:40000", true}, // accepted here: the service port is local
+		{"10.0.0.1:40000", "10.2.0.1:5201", false},
+		{"10.0.0.1:40000", "10.1.0.1:80", false},
+		{"[2001:db8::2]:40000", "[2001:db8::1]:5201", true},
+		{"[2001:db8::2]:40000", "[::ffff:10.1.0.1]:5201", true},
+	} {
+		c := PathConn{Token: 1, Local: netip.MustParseAddrPort(m.local), Remote: netip.MustParseAddrPort(m.remote)}
+		if f.match(c) != m.want {
+			t.Errorf("%s -> %s: match %v", m.local, m.remote, !m.want)
+		}
 	}
 }
 

@@ -82,6 +82,7 @@ type Options struct {
 	Logger *slog.Logger
 	Policy PolicyEngine // nil: KernelPolicy
 	Sched  SchedEngine  // nil: KernelSched
+	Paths  PathEngine   // nil: KernelPaths
 	// Ready, if set, is called once everything is in place and the metrics
 	// are served, with the metrics address.
 	Ready func(addr net.Addr)
@@ -154,6 +155,7 @@ type running struct {
 	inForce *policyCollector
 	reloads *reloadCollector
 	events  *eventWatchers
+	paths   *pathManager
 }
 
 // Run sets everything up, serves until ctx ends (applying a reload each time
@@ -187,7 +189,12 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 
 	r := &running{cfg: cfg, pe: pe, se: se, log: log, handler: &swapHandler{}, inForce: &policyCollector{pe: pe, root: cfg.PolicyBPFFS, log: log}, reloads: newReloadCollector(time.Now())}
 	r.events = &eventWatchers{col: &events.Collector{}, log: log, stop: map[string]context.CancelFunc{}}
-	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads); err != nil {
+	paths := opts.Paths
+	if paths == nil {
+		paths = KernelPaths{}
+	}
+	r.paths = newPathManager(paths, log)
+	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads, r.paths.col); err != nil {
 		return err
 	}
 	r.handler.set(r.metricsHandler(cfg))
@@ -223,10 +230,15 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	r.inForce.set(r.st.policies)
 	defer r.events.stopAll()
 	r.events.sync(ctx, cfg.Events)
+	// Every controller clears its flags before Run returns, whatever
+	// on_exit says: a flag left behind would steer connections no one
+	// controls.
+	defer r.paths.stopAll()
+	r.paths.sync(ctx, cfg.Pathctl)
 
 	log.Info("serving metrics", "address", "http://"+r.srv.Addr().String()+"/metrics",
 		"algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies), "schedulers", len(cfg.Schedulers),
-		"netns_schedulers", len(cfg.NetnsSchedulers), "on_exit", string(cfg.OnExit))
+		"netns_schedulers", len(cfg.NetnsSchedulers), "pathctl_netns", len(cfg.Pathctl.namespaces()), "on_exit", string(cfg.OnExit))
 	notify("READY=1")
 	if opts.Ready != nil {
 		opts.Ready(r.srv.Addr())
@@ -240,6 +252,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	}
 	notify("STOPPING=1")
 	r.events.stopAll()
+	r.paths.stopAll()
 	_ = r.srv.Close()
 
 	cfg = r.cfg

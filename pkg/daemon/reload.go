@@ -46,6 +46,7 @@ type reloadPlan struct {
 	listen      bool // metrics.listen_address or allow_remote changed
 	maxSubflows bool
 	events      bool
+	pathctl     bool
 	onExit      bool
 }
 
@@ -123,6 +124,7 @@ func planReload(old Config, oldPols []resolvedPolicy, cfg Config, pols []resolve
 	p.listen = old.Metrics.ListenAddress != cfg.Metrics.ListenAddress || old.Metrics.AllowRemote != cfg.Metrics.AllowRemote
 	p.maxSubflows = *old.Metrics.MaxSubflows != *cfg.Metrics.MaxSubflows
 	p.events = !reflect.DeepEqual(old.Events, cfg.Events)
+	p.pathctl = !reflect.DeepEqual(old.Pathctl, cfg.Pathctl)
 	p.onExit = old.OnExit != cfg.OnExit
 	return p, errors.Join(errs...)
 }
@@ -169,6 +171,9 @@ func (p reloadPlan) actions(old, cfg Config) []string {
 	if p.events {
 		out = append(out, fmt.Sprintf("events enabled=%v namespaces=%v -> enabled=%v namespaces=%v",
 			*old.Events.Enabled, old.Events.Namespaces, *cfg.Events.Enabled, cfg.Events.Namespaces))
+	}
+	if p.pathctl {
+		out = append(out, fmt.Sprintf("pathctl %s -> %s", old.Pathctl.describe(), cfg.Pathctl.describe()))
 	}
 	if p.onExit {
 		out = append(out, fmt.Sprintf("on_exit %s -> %s", old.OnExit, cfg.OnExit))
@@ -289,6 +294,9 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 	}
 	if plan.events {
 		r.events.sync(ctx, cfg.Events)
+	}
+	if plan.pathctl {
+		r.paths.sync(ctx, cfg.Pathctl)
 	}
 	return true, removeErr
 }

@@ -105,6 +105,21 @@ func runAsync(t *testing.T, cfg Config, pe PolicyEngine) (stop func() error, err
 	return stop, err
 }
 
+// metricsBody scrapes a running daemon's metrics.
+func metricsBody(t *testing.T, addr net.Addr) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // runAsyncAddr is runAsync that also returns the metrics address.
 func runAsyncAddr(t *testing.T, cfg Config, pe PolicyEngine) (stop func() error, addr net.Addr, err error) {
 	t.Helper()
@@ -269,19 +284,10 @@ func TestRunPolicyErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + addr.String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := metricsBody(t, addr)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	body := string(b)
 	for _, want := range []string{
 		`mptcp_cc_policy_errors_total{cgroup="/cg/batch"} 3`,
 		`mptcp_cc_policy_errors_total{cgroup="/cg/web"} 0`,

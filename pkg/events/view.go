@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -47,6 +48,10 @@ type ConnRow struct {
 	// SubflowsSeen counts the subflows the events reported over the
 	// connection's life, closed ones included.
 	SubflowsSeen int `json:"subflows_seen"`
+	// PathCtl is what a path controller (the daemon's, or `mptcp-cc
+	// pathctl`) last decided for the connection; nil when none controls
+	// it. Filled by JoinPathctl.
+	PathCtl *pathctl.ConnState `json:"pathctl,omitempty"`
 }
 
 // Frame is one refresh of the live view.
@@ -59,6 +64,63 @@ type Frame struct {
 	Events      map[string]uint64 `json:"events,omitempty"` // counts by type
 	EventsSince time.Time         `json:"events_since,omitzero"`
 	EventsNetns string            `json:"events_netns,omitempty"`
+	// PathctlUnlisted are the connections a path controller holds that
+	// have no row here (they run no mptcp-cc congestion control).
+	PathctlUnlisted []pathctl.ConnState `json:"pathctl_unlisted,omitempty"`
+}
+
+// JoinPathctl gives each connection of f what a path controller publishes
+// about it (pathctl.ReadStates), by token; where two namespaces' controllers
+// hold the same token, the one whose subflows are the row's wins. The
+// controlled connections with no row go to f.PathctlUnlisted.
+func (f *Frame) JoinPathctl(states []pathctl.State) {
+	byToken := map[string][]pathctl.ConnState{}
+	for _, s := range states {
+		for _, c := range s.Connections {
+			byToken[c.Token] = append(byToken[c.Token], c)
+		}
+	}
+	used := map[*pathctl.ConnState]bool{}
+	for i := range f.Connections {
+		c := &f.Connections[i]
+		c.PathCtl = nil
+		cands := byToken[c.Token]
+		if c.Token == "" || len(cands) == 0 {
+			continue
+		}
+		pick := &cands[0]
+		for j := range cands {
+			if cands[j].Best != "" && c.SubflowOf(cands[j].Best) != nil {
+				pick = &cands[j]
+			}
+		}
+		used[pick] = true
+		cp := *pick
+		c.PathCtl = &cp
+	}
+	f.PathctlUnlisted = nil
+	for _, cands := range byToken {
+		for j := range cands {
+			if !used[&cands[j]] {
+				f.PathctlUnlisted = append(f.PathctlUnlisted, cands[j])
+			}
+		}
+	}
+	sort.Slice(f.PathctlUnlisted, func(i, j int) bool {
+		a, b := f.PathctlUnlisted[i], f.PathctlUnlisted[j]
+		return a.Token < b.Token || a.Token == b.Token && a.Netns < b.Netns
+	})
+}
+
+// SubflowOf returns the connection's subflow named LOCAL->REMOTE (as
+// pathctl names subflows), or nil.
+func (c *ConnRow) SubflowOf(id string) *SubflowRow {
+	for i := range c.Subflows {
+		if s := &c.Subflows[i]; s.Local.String()+"->"+s.Remote.String() == id {
+			return s
+		}
+	}
+	return nil
 }
 
 type prevSample struct {

@@ -34,48 +34,19 @@ func backupFlags(t *testing.T, ns string, token uint32) map[netip.Addr]bool {
 	return out
 }
 
-func tokenOf(t *testing.T, ns string, local netip.AddrPort) uint32 {
-	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		socks, err := sockdiag.Dump(ns, 2, sockdiag.StateSet(sockdiag.Established))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range socks {
-			if s.MPTCP && s.Local == local && s.Token != 0 {
-				return s.Token
-			}
-		}
-	}
-	t.Fatalf("no MPTCP subflow from %v", local)
-	return 0
-}
-
-// badPaths builds two paths where aggregation hurts - a long, lossy, slow
-// second path and a receive buffer of about the good path's BDP
-// (buf <= RTT_max * T', seed 004) - and starts a transfer over them,
-// from path 0. userspacePM: the client runs the userspace path manager and
+// badPaths starts a transfer from path 0 over testkernel.HurtingPaths,
+// two paths where aggregation hurts. userspacePM: the client runs the userspace path manager and
 // the test opens the second subflow itself.
 func badPaths(t *testing.T, userspacePM bool, d time.Duration) (*topo.Net, *xfer.Client, uint32) {
 	t.Helper()
-	n := testkernel.Net(t, topo.Config{
-		Paths: []int{0, 1},
-		Bottlenecks: []topo.Shaping{
-			{RateBits: 10e6, Delay: 10 * time.Millisecond},
-			{RateBits: 1e6, Delay: 150 * time.Millisecond, Loss: 0.02, Seed: 7},
-		},
-		Subflows: !userspacePM,
-	})
-	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
-		t.Fatal(err)
-	}
+	n := testkernel.HurtingPaths(t, !userspacePM)
 	if userspacePM {
 		if err := netns.Exec(n.Client, "sysctl", "-q", "-w", "net.mptcp.pm_type=1"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	srv, c := testkernel.Transfer(t, n, xfer.Options{For: d})
-	token := tokenOf(t, n.Client, c.Local())
+	token := testkernel.Token(t, n.Client, c.Local())
 	if userspacePM {
 		pm, err := mptcpnl.DialNS(n.Client)
 		if err != nil {
@@ -171,20 +142,7 @@ func finish(t *testing.T, ns string, token uint32, c *xfer.Client, stop func() (
 			t.Errorf("subflow from %v still flagged backup after the controller stopped", a)
 		}
 	}
-	pm, err := mptcpnl.DialNS(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pm.Close()
-	eps, err := pm.Endpoints()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ep := range eps {
-		if ep.Flags&mptcpnl.FlagBackup != 0 {
-			t.Errorf("endpoint %v left flagged backup", ep)
-		}
-	}
+	testkernel.NoBackupEndpoint(t, ns)
 	res, err := c.Wait()
 	if err != nil {
 		t.Fatal(err)

@@ -37,8 +37,9 @@ type Options struct {
 	Token  uint32 // the connection (its local token, as `mptcp-cc subflows` shows)
 	Apply  Apply  // default Auto
 	Config Config
-	// Event, if set, is called for every decision that switched or ended
-	// a trial, and every error applying one.
+	// Event, if set, is called for every decision that switched, ended a
+	// trial or abandoned one (a subflow closed during it), and every error
+	// applying one.
 	Event func(Event)
 }
 
@@ -96,7 +97,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	e := NewEngine(cfg)
 	tick := time.NewTicker(cfg.Period)
 	defer tick.Stop()
-	gone, seen := 0, false
+	gone, seen, trial := 0, false, false
 	for {
 		s, serr := sample(sd, o.Token)
 		if serr != nil {
@@ -115,9 +116,10 @@ func Run(ctx context.Context, o Options) (err error) {
 			gone, seen = 0, true
 			d := e.Step(s)
 			aerr := a.apply(s, d)
-			if (d.Switched || d.Chosen || aerr != nil) && o.Event != nil {
+			if reportable(d, trial, aerr) && o.Event != nil {
 				o.Event(Event{At: s.At, Token: o.Token, Apply: apply, Decision: d, Err: aerr})
 			}
+			trial = d.Trial
 		}
 		select {
 		case <-ctx.Done():
@@ -125,6 +127,15 @@ func Run(ctx context.Context, o Options) (err error) {
 		case <-tick.C:
 		}
 	}
+}
+
+// reportable says whether Run reports d, given whether the previous
+// decision was a trial. A trial ends in a decision that chose (Chosen) or
+// interrupted it (Switched), except when a subflow closes during a trial of
+// multipath: the engine is then already in multipath, so nothing switched,
+// yet observers that saw the trial start must see it end.
+func reportable(d Decision, wasTrial bool, err error) bool {
+	return d.Switched || d.Chosen || err != nil || d.Trial != wasTrial
 }
 
 // sample reads the connection's subflows from sock_diag.

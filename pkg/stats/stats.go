@@ -72,7 +72,12 @@ type Subflow struct {
 	LocalID   uint8  `json:"local_id"`   // address ids, as the path manager names them
 	RemoteID  uint8  `json:"remote_id"`
 	MPTCP     bool   `json:"mptcp"`
-	Backup    bool   `json:"backup"`
+	// Backup: this side flagged the subflow backup. The map records it as
+	// the subflow starts; JoinKernel replaces it with the kernel's view
+	// now (MP_PRIO and endpoint flags change it later).
+	Backup bool `json:"backup"`
+	// BackupRemote: the peer flagged it backup (JoinKernel only).
+	BackupRemote bool `json:"backup_remote"`
 
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
