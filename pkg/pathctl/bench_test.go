@@ -103,7 +103,7 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 	}
 	_, cl := testkernel.Transfer(t, n, xfer.Options{For: d})
 	if how == "controller" {
-		token := tokenOf(t, n.Client, cl.Local())
+		token := testkernel.Token(t, n.Client, cl.Local())
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
