@@ -28,6 +28,8 @@ type Algorithm struct {
 
 var algorithms = []Algorithm{
 	{Name: "minrtt", ID: 1, Summary: "lowest RTT with window space (the classic default)", spec: loadMinrtt},
+	{Name: "daps", ID: 6, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)", spec: loadDaps},
+	{Name: "papd", ID: 7, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)", spec: loadPapd},
 }
 
 // Algorithms returns every scheduler, in a stable order.

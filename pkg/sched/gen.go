@@ -4,3 +4,5 @@ package sched
 // against this machine's vmlinux.h (CO-RE: they load on any kernel with
 // the hook). The compiler comes from $BPF2GO_CC (the Makefile sets clang-19).
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types minrtt ../../bpf/sched/minrtt.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types daps ../../bpf/sched/daps.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types papd ../../bpf/sched/papd.bpf.c

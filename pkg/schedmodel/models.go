@@ -7,6 +7,10 @@ func New(name string, args Args) (Scheduler, error) {
 	switch name {
 	case "minrtt":
 		return MinRTT{}, nil
+	case "daps":
+		return NewDAPS(args), nil
+	case "papd":
+		return NewPAPD(args), nil
 	}
 	return nil, fmt.Errorf("no model of scheduler %q", name)
 }
