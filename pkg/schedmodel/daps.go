@@ -14,6 +14,9 @@ const (
 	dapsRTTCap  = 1 << 24
 	dapsCwndCap = 1 << 20
 	dapsMSSCap  = 0xffff
+	// DAPSFrag is the most the kernel pushes in one go whatever the burst:
+	// a data fragment, a 32 KiB page fragment less its 40-byte header.
+	DAPSFrag = 32768 - 40
 )
 
 // NewDAPS reads daps's tunables.
@@ -85,17 +88,38 @@ func (m DAPS) Send(c *Conn, _ *State) Out {
 	}
 	fs := &c.SF[n]
 	k := clamp64(uint64(m.K), 0, dapsKOne)
-	b := clamp64(uint64(space(fs)), uint64(fs.MSS), BurstMax)
+	var frag uint64 // what the next push moves at least
+	if c.WriteSeq > c.SndNxt {
+		frag = min(c.WriteSeq-c.SndNxt, DAPSFrag)
+	}
+	b := clamp64(max(uint64(space(fs)), frag), uint64(fs.MSS), BurstMax)
 	lead := clamp64(DAPSLead(ff, fs, b, k), 0, 0xffffffff)
 	var room uint64
 	if ff.Cwnd > ff.Inflight {
 		room = uint64(ff.Cwnd-ff.Inflight) * uint64(ff.MSS)
 	}
 	q := int64(ff.NotSent) - int64(room)
-	if q >= int64(lead) {
+	g := int64(max(frag, uint64(ff.MSS)))
+	if 2*q >= 2*int64(lead)-g {
 		return Out{Mask: 1 << n, Burst: uint32(b)}
 	}
 	return Out{Mask: 1 << f, Burst: uint32(clamp64(uint64(int64(lead)-q), uint64(ff.MSS), 0xffffffff))}
 }
 
-func (DAPS) Retrans(c *Conn, _ *State) Out { return retransOnBest(c) }
+// Retrans: the lowest-RTT usable subflow with nothing in flight and
+// nothing queued, or none.
+func (DAPS) Retrans(c *Conn, _ *State) Out {
+	var o Out
+	t, bestRTT, best := tier(c), ^uint32(0), -1
+	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
+		x := &c.SF[i]
+		if !inTier(x, t) || x.Inflight != 0 || x.NotSent != 0 {
+			continue
+		}
+		if x.SRTTUs < bestRTT {
+			bestRTT, best = x.SRTTUs, i
+		}
+	}
+	choose(c, best, &o)
+	return o
+}

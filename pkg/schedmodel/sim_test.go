@@ -41,8 +41,11 @@ type simResult struct {
 const simMSS = 1500
 
 // simulate runs m for dur us over paths and returns what each path carried
-// and how much arrived out of order.
-func simulate(m Scheduler, paths []simPath, dur uint64) simResult {
+// and how much arrived out of order. The application's data comes in
+// fragments of frag bytes, and a push moves whole fragments until the
+// burst is used up, as the kernel does (simMSS: the paper's packet by
+// packet).
+func simulate(m Scheduler, paths []simPath, dur uint64, frag uint64) simResult {
 	const step = 50
 	subs := make([]simSub, len(paths))
 	for i, p := range paths {
@@ -111,7 +114,7 @@ func simulate(m Scheduler, paths []simPath, dur uint64) simResult {
 		}
 		send(now)
 		for range 64 {
-			c := Conn{NowUs: now, N: uint32(len(subs))}
+			c := Conn{NowUs: now, N: uint32(len(subs)), SndNxt: next * simMSS, WriteSeq: next*simMSS + frag}
 			for i := range subs {
 				s := &subs[i]
 				c.SF[i] = Subflow{
@@ -129,10 +132,12 @@ func simulate(m Scheduler, paths []simPath, dur uint64) simResult {
 			for o.Mask&(1<<i) == 0 {
 				i++
 			}
-			for n := (uint64(o.Burst) + simMSS - 1) / simMSS; n > 0; n-- {
-				subs[i].queue = append(subs[i].queue, next)
-				subs[i].assigned++
-				next++
+			for left := int64(o.Burst); left > 0; left -= int64(frag) {
+				for n := (frag + simMSS - 1) / simMSS; n > 0; n-- {
+					subs[i].queue = append(subs[i].queue, next)
+					subs[i].assigned++
+					next++
+				}
 			}
 			send(now)
 		}

@@ -1,0 +1,206 @@
+package sched_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
+	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// run is one transfer under scheduler name: what it did and what each
+// bottleneck carried.
+type run struct {
+	res    xfer.Result
+	wire   []uint64
+	ofo    uint64 // MPTCP-level segments the server queued out of order
+	reinj  uint64 // MPTCP-level retransmissions by the client (MPTcpExtMPTCPRetrans)
+	events []schedmodel.Trace
+}
+
+// transfer sends payload bytes from the client under scheduler name
+// (loaded under root, traced) and checks it arrived intact.
+func transfer(t *testing.T, n *topo.Net, root, name string, payload int64) run {
+	t.Helper()
+	if err := sched.Use(name, n.Client); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sched.ReadTrace(root, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0 := wire(t, n, 2)
+	ofo0 := testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue")
+	reinj0 := testkernel.MIBCounter(t, n.Client, "MPTcpExtMPTCPRetrans")
+	_, c := testkernel.Transfer(t, n, xfer.Options{Bytes: payload})
+	res, err := c.Wait()
+	events, terr := tr.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if terr != nil {
+		t.Fatal(terr)
+	}
+	if !res.Intact || res.Delivered != payload {
+		t.Fatalf("%s: transfer: %+v", name, res)
+	}
+	return run{
+		res:    res,
+		wire:   diff(wire(t, n, 2), w0),
+		ofo:    testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue") - ofo0,
+		reinj:  testkernel.MIBCounter(t, n.Client, "MPTcpExtMPTCPRetrans") - reinj0,
+		events: events,
+	}
+}
+
+func (r run) log(t *testing.T, algo string, payload int64) {
+	t.Helper()
+	t.Logf("%s: %d bytes in %v; on the wire: path 0 %d, path 1 %d (%.1f%% on path 0, %.3fx the payload); %d out-of-order segments at the server, %d reinjections; %d decisions",
+		algo, payload, r.res.Duration.Round(time.Millisecond), r.wire[0], r.wire[1],
+		100*float64(r.wire[0])/float64(sum(r.wire)), float64(sum(r.wire))/float64(payload), r.ofo, r.reinj, len(r.events))
+}
+
+// noMetrics stops the namespaces' TCP from caching ssthresh per
+// destination, so a transfer does not start where the previous one left.
+func noMetrics(t *testing.T, n *topo.Net) {
+	t.Helper()
+	for _, ns := range []string{n.Client, n.Server} {
+		if err := netns.Exec(ns, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// held is what the trace says the receiver held out of order: bytes the
+// subflows had acknowledged beyond the connection-level snd_una (data
+// that arrived but waits for a gap before it), averaged over the decisions
+// and at most. A reinjected byte is acknowledged on two subflows and once
+// at the connection level, so the difference also carries every
+// duplicate acknowledged so far, a count that only grows; the smallest
+// difference from each decision on is taken as that count (the receiver
+// holds nothing at some point after, at the latest at the end).
+func held(events []schedmodel.Trace) (avg, most float64) {
+	if len(events) == 0 {
+		return 0, 0
+	}
+	una0 := events[0].Conn.SndUna
+	h := make([]float64, len(events))
+	for j, e := range events {
+		var acked uint64
+		for i := 0; i < int(e.Conn.N); i++ {
+			acked += e.Conn.SF[i].BytesAcked
+		}
+		h[j] = float64(acked) - float64(e.Conn.SndUna-una0)
+	}
+	var total float64
+	floor := h[len(h)-1]
+	for j := len(h) - 1; j >= 0; j-- {
+		floor = min(floor, h[j])
+		total += h[j] - floor
+		most = max(most, h[j]-floor)
+	}
+	return total / float64(len(h)), most
+}
+
+// daps on 8 Mbit/s at 20 ms beside 4 Mbit/s at 150 ms RTT: intact, little
+// beyond the payload on the wire, the bytes split about by the rates
+// (2:1), less held out of order at the receiver than under minrtt on the
+// same paths (the delay difference is worth several of the kernel's 32 KB
+// pushes, so the lead tells), and every decision replays through the
+// model.
+func TestGuestDAPS(t *testing.T) {
+	vmtest.Guest(t)
+	root := testkernel.PinRoot(t)
+	daps := load(t, root, "daps", sched.Params{Trace: true})
+	minrtt := load(t, root, "minrtt", sched.Params{Trace: true})
+	n := testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 8e6, Delay: 10 * time.Millisecond, QueueBytes: 32 << 10},
+			{RateBits: 4e6, Delay: 50 * time.Millisecond, QueueBytes: 32 << 10},
+		},
+		Subflows: true,
+	})
+	noMetrics(t, n)
+	const payload = 4 << 20
+	m := transfer(t, n, root, minrtt, payload)
+	m.log(t, "minrtt", payload)
+	d := transfer(t, n, root, daps, payload)
+	d.log(t, "daps", payload)
+	mAvg, mMax := held(m.events)
+	dAvg, dMax := held(d.events)
+	t.Logf("held out of order at the receiver (from the traces): minrtt %.0f bytes on average, %.0f at most; daps %.0f, %.0f",
+		mAvg, mMax, dAvg, dMax)
+
+	if float64(sum(d.wire)) > 1.1*payload {
+		t.Errorf("daps put %d bytes on the wire for %d of payload: more than 1.1x", sum(d.wire), payload)
+	}
+	if share := float64(d.wire[0]) / float64(sum(d.wire)); share < 0.55 || share > 0.8 {
+		t.Errorf("daps put %.0f%% of the bytes on the fast path: the rates (2:1) want about 67%%", 100*share)
+	}
+	if dAvg >= mAvg {
+		t.Errorf("daps: the receiver held %.0f bytes out of order on average, under minrtt %.0f: want less", dAvg, mAvg)
+	}
+	dump("/tmp/seeds-vm/out/daps.txt", d.events)
+	dump("/tmp/seeds-vm/out/minrtt.txt", m.events)
+	replay(t, "daps", schedmodel.Args{}, d.events)
+}
+
+// papd on 4 Mbit/s paths of 50 ms and 200 ms RTT with a small server
+// receive buffer (the seed's second table: buf <= RTT_max * T', where
+// aggregation hurts): it ends up mostly on the 50 ms path and is not much
+// slower than minrtt; every decision replays through the model.
+func TestGuestPAPD(t *testing.T) {
+	vmtest.Guest(t)
+	root := testkernel.PinRoot(t)
+	papd := load(t, root, "papd", sched.Params{Trace: true})
+	minrtt := load(t, root, "minrtt", sched.Params{Trace: true})
+	n := testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 4e6, Delay: 25 * time.Millisecond, QueueBytes: 32 << 10},
+			{RateBits: 4e6, Delay: 100 * time.Millisecond, QueueBytes: 32 << 10},
+		},
+		Subflows: true,
+	})
+	noMetrics(t, n)
+	// 64 KiB at most: RTT_max * T' is 100 KB (200 ms at 500 KB/s), the
+	// best path's BDP 25 KB. Set before the server listens: a socket takes
+	// its buffer sizes when it is created.
+	if err := netns.Exec(n.Server, "sysctl", "-qw", "net.ipv4.tcp_rmem=4096 65536 65536"); err != nil {
+		t.Fatal(err)
+	}
+	const payload = 2 << 20
+	m := transfer(t, n, root, minrtt, payload)
+	m.log(t, "minrtt", payload)
+	p := transfer(t, n, root, papd, payload)
+	p.log(t, "papd", payload)
+
+	modes := map[uint64]int{}
+	for _, e := range p.events {
+		if e.Conn.Retrans == 0 {
+			modes[e.After.W[schedmodel.PAPDWMode]]++
+		}
+	}
+	t.Logf("papd get_send decisions by mode: redundant %d, multipath %d, best path %d",
+		modes[schedmodel.PAPDRedundant], modes[schedmodel.PAPDMP], modes[schedmodel.PAPDBest])
+	if modes[schedmodel.PAPDBest] == 0 {
+		t.Error("papd never chose the best path alone")
+	}
+	if share := float64(p.wire[0]) / float64(sum(p.wire)); share < 0.8 {
+		t.Errorf("papd put %.0f%% of the bytes on the best path: want most", 100*share)
+	}
+	if f := float64(sum(p.wire)) / payload; f > 1.5 {
+		t.Errorf("papd put %.2fx the payload on the wire", f)
+	}
+	if limit := m.res.Duration*3/2 + time.Second; p.res.Duration > limit {
+		t.Errorf("papd took %v, minrtt %v: more than 1.5x + 1 s", p.res.Duration, m.res.Duration)
+	}
+	dump("/tmp/seeds-vm/out/papd.txt", p.events)
+	replay(t, "papd", schedmodel.Args{}, p.events)
+}
