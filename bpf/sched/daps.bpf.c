@@ -38,6 +38,15 @@
  *     + (B - mss_s) * cwnd_f*srtt_s / (cwnd_s*srtt_f)
  *
  * (bytes; all integer, each product below 2^61 after the clamps below).
+ *
+ * The grant, and the kernel's granularity. The kernel pushes whole data
+ * fragments before it looks at the burst: up to 32728 bytes (a 32 KiB
+ * page fragment less its struct mptcp_data_frag), when the application
+ * has written that much ahead (write_seq - snd_nxt). So a grant to s is B
+ * = max(s's window room, that fragment), and a push to f adds a fragment
+ * g at a time: f's queue can only be brought to within g of L, and s goes
+ * first once the queue is nearer L than one more push would make it
+ * (q >= L - g/2).
  * In the paper's units (packets, eta = srtt_s/srtt_f) with B one packet -
  * the steady state, where s's window opens one packet per ACK - the lead
  * is cwnd_f * k * (eta - 1) packets: what f sends in the one-way delay
@@ -57,9 +66,12 @@
  *       as minrtt (its window room, nothing when full);
  *   q = f's bytes queued beyond its window (notsent - window room; < 0
  *       when it has room);
- *   q >= L: s, burst B = its room (at least one packet);
- *   else:   f, burst L - q: its room plus the missing lead (at least one
- *           packet). The kernel then asks again, and s's turn comes next.
+ *   B = max(s's room, the fragment the kernel pushes), at least a packet;
+ *   g = the fragment (at least a packet); L = the lead for B;
+ *   q >= L - g/2: s, burst B;
+ *   else:         f, burst L - q: its room plus the missing lead (at least
+ *                 one packet). The kernel then asks again, and s's turn
+ *                 comes next.
  * Reinjections go to the lowest-RTT usable subflow that is idle (nothing
  * in flight, nothing queued), or nowhere: behind the fast path's lead a
  * reinjection lands no earlier than the original. This is the kernel's
@@ -91,8 +103,10 @@
  *  - one-way delays come from srtt (k above); the paper uses the RTTs.
  *  - the lead adds the slow bottleneck's time for the grant beyond its
  *    first packet ((B - mss_s) / r_s): the paper's fluid cycle has none,
- *    but a window opening at once (the initial window, after a loss) is
- *    serialised at s's rate.
+ *    but the kernel's 32 KB pushes, and a window opening at once (the
+ *    initial window, after a loss), are serialised at s's rate.
+ *  - the layout is kept to the kernel's push granularity (a data
+ *    fragment, up to 32 KB) only, not to the packet.
  *  - more than two subflows: the fastest is the reference, and each other
  *    one, in RTT order, takes data only behind a lead computed for it.
  *  - a subflow with no RTT sample yet (srtt 0) has no known delay: the

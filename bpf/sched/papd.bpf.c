@@ -48,7 +48,7 @@
  * Tunables (params.arg; 0 keeps the default):
  *   arg0  congestion-avoidance period, in RTT_max (default 4);
  *   arg1  multipath wins when aggregate >= T' * arg1 / 1024 (default 1024:
- *         at least as fast as the best path alone);
+ *         at least as fast as the best path alone; at most 2^20);
  *   arg2  BEST periods between multipath re-probes (default 8).
  *
  * Per-connection words:
