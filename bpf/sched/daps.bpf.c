@@ -73,12 +73,12 @@
  *                 one packet). The kernel then asks again, and s's turn
  *                 comes next.
  * Reinjections go to the lowest-RTT usable subflow that is idle (nothing
- * in flight, nothing queued), or nowhere: behind the fast path's lead a
- * reinjection lands no earlier than the original. This is the kernel's
- * default scheduler's rule too; with "the lowest RTT" instead, a slow-path
- * loss (repaired in about 1.5 RTT_s, past the connection-level timer)
- * reinjected whole 32 KB fragments behind the lead, up to 1.3x the payload
- * on the wire in the guest test.
+ * in flight, nothing queued), or nowhere (SCHED_RETRANS_ON_BEST): behind
+ * the fast path's lead a reinjection lands no earlier than the original.
+ * With "the lowest RTT" instead, a slow-path loss (repaired in about
+ * 1.5 RTT_s, past the connection-level timer) reinjected whole 32 KB
+ * fragments behind the lead, up to 1.3x the payload on the wire in the
+ * guest test.
  *
  * Per-connection words: none. The schedule's state is the fast subflow's
  * send queue, which the snapshot shows (notsent, inflight, cwnd); a
@@ -215,32 +215,6 @@ __noinline int algo_send(const struct mpsch_conn *c, struct mpsch_state *s, stru
 	return 0;
 }
 
-/* A reinjection goes to the lowest-RTT usable subflow with nothing in
- * flight and nothing queued, or nowhere (the kernel re-arms its timer):
- * behind the fast path's lead it would land no earlier than the original. */
-__noinline int algo_retrans(const struct mpsch_conn *c, struct mpsch_state *s, struct mpsch_out *o)
-{
-	__u32 tier, best_rtt = ~0u;
-	int best = -1;
-
-	if (!c || !s || !o)
-		return 0;
-	tier = sched_tier(c);
-	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
-		const struct mpsch_sf *x;
-
-		if (i >= c->n)
-			break;
-		x = &c->sf[i];
-		if (!sf_in_tier(x, tier) || x->inflight || x->notsent)
-			continue;
-		if (x->srtt_us < best_rtt) {
-			best_rtt = x->srtt_us;
-			best = i;
-		}
-	}
-	sched_choose(c, best, o);
-	return 0;
-}
+SCHED_RETRANS_ON_BEST()
 
 SCHED_STRUCT_OPS(daps, "mpcc_daps");

@@ -43,7 +43,7 @@
  *    end of a BEST period the best path is re-chosen from the filter.
  *  - reinjections: REDUNDANT: on every usable subflow (the kernel sends a
  *    reinjection on each marked subflow); BEST: the best path; otherwise
- *    the lowest-RTT usable subflow.
+ *    as SCHED_RETRANS_ON_BEST (the lowest-RTT idle subflow, or none).
  *
  * Tunables (params.arg; 0 keeps the default):
  *   arg0  congestion-avoidance period, in RTT_max (default 4);
@@ -443,7 +443,7 @@ __noinline int algo_retrans(const struct mpsch_conn *c, struct mpsch_state *s, s
 			return 0;
 		}
 	}
-	sched_choose(c, sched_lowest_rtt(c, false), o);
+	sched_choose(c, sched_lowest_rtt_where(c, false, true), o);
 	return 0;
 }
 

@@ -106,20 +106,4 @@ func (m DAPS) Send(c *Conn, _ *State) Out {
 	return Out{Mask: 1 << f, Burst: uint32(clamp64(uint64(int64(lead)-q), uint64(ff.MSS), 0xffffffff))}
 }
 
-// Retrans: the lowest-RTT usable subflow with nothing in flight and
-// nothing queued, or none.
-func (DAPS) Retrans(c *Conn, _ *State) Out {
-	var o Out
-	t, bestRTT, best := tier(c), ^uint32(0), -1
-	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		x := &c.SF[i]
-		if !inTier(x, t) || x.Inflight != 0 || x.NotSent != 0 {
-			continue
-		}
-		if x.SRTTUs < bestRTT {
-			bestRTT, best = x.SRTTUs, i
-		}
-	}
-	choose(c, best, &o)
-	return o
-}
+func (DAPS) Retrans(c *Conn, _ *State) Out { return retransOnBest(c) }

@@ -306,6 +306,5 @@ func (m PAPD) Retrans(c *Conn, s *State) Out {
 			return o
 		}
 	}
-	choose(c, lowestRTT(c, false), &o)
-	return o
+	return retransOnBest(c)
 }
