@@ -39,6 +39,11 @@
  *
  * (bytes; all integer, each product below 2^61 after the clamps below).
  *
+ * In the paper's units (packets, eta = srtt_s/srtt_f) with B one packet -
+ * the steady state, where s's window opens one packet per ACK - the lead
+ * is cwnd_f * k * (eta - 1) packets: what f sends in the one-way delay
+ * difference.
+ *
  * The grant, and the kernel's granularity. The kernel pushes whole data
  * fragments before it looks at the burst: up to 32728 bytes (a 32 KiB
  * page fragment less its struct mptcp_data_frag), when the application
@@ -47,10 +52,6 @@
  * g at a time: f's queue can only be brought to within g of L, and s goes
  * first once the queue is nearer L than one more push would make it
  * (q >= L - g/2).
- * In the paper's units (packets, eta = srtt_s/srtt_f) with B one packet -
- * the steady state, where s's window opens one packet per ACK - the lead
- * is cwnd_f * k * (eta - 1) packets: what f sends in the one-way delay
- * difference.
  *
  * The cycle that results: per RTT_s the slow path still sends its cwnd_s,
  * each packet behind its lead, and the fast path, never idle, sends
@@ -107,6 +108,9 @@
  *    initial window, after a loss), are serialised at s's rate.
  *  - the layout is kept to the kernel's push granularity (a data
  *    fragment, up to 32 KB) only, not to the packet.
+ *  - the lead is pushed, so it takes MPTCP receive window as the data in
+ *    flight does; when the window is the limit the lead cannot be built
+ *    and the slow path gets data later.
  *  - more than two subflows: the fastest is the reference, and each other
  *    one, in RTT order, takes data only behind a lead computed for it.
  *  - a subflow with no RTT sample yet (srtt 0) has no known delay: the
