@@ -32,6 +32,8 @@ var algorithms = []Algorithm{
 	{Name: "redundant", ID: 3, Summary: "every usable subflow: new data spread, reinjections duplicated", spec: loadRedundant},
 	{Name: "blest", ID: 4, Summary: "minrtt that skips a slow subflow predicted to block the fast one (BLEST)", spec: loadBlest},
 	{Name: "ecf", ID: 5, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)", spec: loadEcf},
+	{Name: "daps", ID: 6, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)", spec: loadDaps},
+	{Name: "papd", ID: 7, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)", spec: loadPapd},
 }
 
 // Algorithms returns every scheduler, in a stable order.

@@ -25,6 +25,7 @@ type run struct {
 	events   []schedmodel.Trace
 	mibRetx  uint64 // MPTcpExtMPTCPRetrans of the client namespace: reinjected segments
 	tcpRetx  uint64 // TcpRetransSegs of the client namespace: segments TCP sent again
+	ofo      uint64 // MPTcpExtOFOQueue of the server namespace: segments that arrived out of order
 	sends    uint64 // from the stats map: get_send decisions that marked a subflow, per subflow summed
 	retrans  uint64 // get_retrans decisions, per subflow summed
 	decision struct{ send, retrans, empty int }
@@ -47,6 +48,7 @@ func transfer(t *testing.T, n *topo.Net, root, name, algo string, args schedmode
 	before := statsOf(t, root, name)
 	mib0 := testkernel.MIBCounter(t, n.Client, "MPTcpExtMPTCPRetrans")
 	tcp0 := testkernel.MIBCounter(t, n.Client, "TcpRetransSegs")
+	ofo0 := testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue")
 	w0 := wire(t, n, 2)
 	_, c := testkernel.Transfer(t, n, xfer.Options{Bytes: int64(payload)})
 	if during != nil {
@@ -65,7 +67,8 @@ func transfer(t *testing.T, n *topo.Net, root, name, algo string, args schedmode
 	}
 	r := run{algo: algo, payload: payload, wire: diff(wire(t, n, 2), w0), took: res.Duration, events: events,
 		mibRetx: testkernel.MIBCounter(t, n.Client, "MPTcpExtMPTCPRetrans") - mib0,
-		tcpRetx: testkernel.MIBCounter(t, n.Client, "TcpRetransSegs") - tcp0}
+		tcpRetx: testkernel.MIBCounter(t, n.Client, "TcpRetransSegs") - tcp0,
+		ofo:     testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue") - ofo0}
 	after := statsOf(t, root, name)
 	r.sends, r.retrans = after[0]-before[0], after[1]-before[1]
 	for _, e := range events {
@@ -79,9 +82,9 @@ func transfer(t *testing.T, n *topo.Net, root, name, algo string, args schedmode
 		}
 	}
 	replay(t, algo, args, events)
-	t.Logf("%s: %d bytes in %v; on the wire %d + %d (%.3fx the payload, %.1f%% on path 1); decisions: %d send, %d retrans, %d empty; reinjected segments %d; TCP retransmitted segments %d",
+	t.Logf("%s: %d bytes in %v; on the wire %d + %d (%.3fx the payload, %.1f%% on path 1); decisions: %d send, %d retrans, %d empty; reinjected segments %d; TCP retransmitted segments %d; %d segments out of order at the server",
 		algo, payload, r.took.Round(time.Millisecond), r.wire[0], r.wire[1], r.factor(), 100*r.share(1),
-		r.decision.send, r.decision.retrans, r.decision.empty, r.mibRetx, r.tcpRetx)
+		r.decision.send, r.decision.retrans, r.decision.empty, r.mibRetx, r.tcpRetx, r.ofo)
 	return r
 }
 

@@ -8,3 +8,5 @@ package sched
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types redundant ../../bpf/sched/redundant.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types blest ../../bpf/sched/blest.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types ecf ../../bpf/sched/ecf.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types daps ../../bpf/sched/daps.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types papd ../../bpf/sched/papd.bpf.c

@@ -15,6 +15,10 @@ func New(name string, args Args) (Scheduler, error) {
 		return BLEST{Lambda: args.get(0, 120)}, nil
 	case "ecf":
 		return ECF{}, nil
+	case "daps":
+		return NewDAPS(args), nil
+	case "papd":
+		return NewPAPD(args), nil
 	}
 	return nil, fmt.Errorf("no model of scheduler %q", name)
 }

@@ -28,12 +28,14 @@ func tier(c *Conn) uint32 {
 
 func inTier(f *Subflow, t uint32) bool { return usable(f) && f.Flags&Backup == t }
 
-// lowestRTT is sched_lowest_rtt.
-func lowestRTT(c *Conn, needSpace bool) int {
+func idle(f *Subflow) bool { return f.Inflight == 0 && f.NotSent == 0 }
+
+// lowestRTTWhere is sched_lowest_rtt_where.
+func lowestRTTWhere(c *Conn, needSpace, needIdle bool) int {
 	t, bestRTT, best := tier(c), ^uint32(0), -1
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
 		f := &c.SF[i]
-		if !inTier(f, t) || needSpace && space(f) == 0 {
+		if !inTier(f, t) || needSpace && space(f) == 0 || needIdle && !idle(f) {
 			continue
 		}
 		if f.SRTTUs < bestRTT {
@@ -42,6 +44,9 @@ func lowestRTT(c *Conn, needSpace bool) int {
 	}
 	return best
 }
+
+// lowestRTT is sched_lowest_rtt.
+func lowestRTT(c *Conn, needSpace bool) int { return lowestRTTWhere(c, needSpace, false) }
 
 // choose is sched_choose.
 func choose(c *Conn, i int, o *Out) {
@@ -53,26 +58,9 @@ func choose(c *Conn, i int, o *Out) {
 	o.Burst = max(s, c.SF[i].MSS)
 }
 
-func idle(f *Subflow) bool { return f.Inflight == 0 && f.NotSent == 0 }
-
-// lowestRTTIdle is sched_lowest_rtt_idle.
-func lowestRTTIdle(c *Conn) int {
-	t, bestRTT, best := tier(c), ^uint32(0), -1
-	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
-		if !inTier(f, t) || !idle(f) {
-			continue
-		}
-		if f.SRTTUs < bestRTT {
-			bestRTT, best = f.SRTTUs, i
-		}
-	}
-	return best
-}
-
-// retransOnBest is SCHED_RETRANS_ON_BEST: an idle subflow, or none.
+// retransOnBest is SCHED_RETRANS_ON_BEST.
 func retransOnBest(c *Conn) Out {
 	var o Out
-	choose(c, lowestRTTIdle(c), &o)
+	choose(c, lowestRTTWhere(c, false, true), &o)
 	return o
 }
