@@ -100,7 +100,7 @@ static __always_inline void sched_choose(const struct mpsch_conn *c, int i, stru
  * subflow regardless made a slow-path loss repaired past the connection's
  * timer into bursts of whole 32 KB fragments reinjected behind queues:
  * 1.16-1.5x the payload on the wire in TestGuestMinRTT whenever it was not
- * the first test in the VM (docs/sched-daps-papd.md). */
+ * the first test in the VM (docs/schedulers.md, daps and papd). */
 #define SCHED_RETRANS_ON_BEST()                                                                    \
 	__noinline int algo_retrans(const struct mpsch_conn *c, struct mpsch_state *s,             \
 				    struct mpsch_out *o)                                           \
