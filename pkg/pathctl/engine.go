@@ -241,11 +241,19 @@ func (e *Engine) Step(s Sample) Decision {
 			return d
 		}
 		mode, best := e.held, e.heldBest
-		if mode == BestPath && !containsLive(live, best) {
-			mode, best = Multipath, SubflowID{}
+		if mode == BestPath {
+			// The multipath trial just measured every path's delivery rate
+			// afresh: the best path to return to may be another one now
+			// (the held one degraded while a backup path recovered).
+			best = e.bestOf(live)
 		}
 		e.enter(mode, best, holding, e.cfg.Hold)
-		d := e.decision(live, true, fmt.Sprintf("%s kept: trial %.0f B/s against %.0f", mode, trial, e.heldRate))
+		reason := fmt.Sprintf("%s kept: trial %.0f B/s against %.0f", mode, trial, e.heldRate)
+		if mode == BestPath && best != e.heldBest {
+			reason = fmt.Sprintf("best-path kept, on %s now: multipath trial %.0f B/s against %.0f", best, trial, e.heldRate)
+			e.chosenAt = 0 // measured anew over the next hold's first periods
+		}
+		d := e.decision(live, true, reason)
 		d.Chosen = true
 		return d
 	}

@@ -220,3 +220,25 @@ func TestBestPathClosedReturnsToMultipath(t *testing.T) {
 		t.Fatalf("after the best path closed: %+v", d)
 	}
 }
+
+// The held best path degrades while the backup recovers, and multipath
+// still hurts: after the multipath trial (which measures every path) the
+// controller returns to best-path mode on the recovered path.
+func TestMovesToRecoveredBackupPath(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	run(t, e, f, 60)
+	if e.Mode() != BestPath || e.best != pathA {
+		t.Fatalf("setup: %v on %v, want best-path on A", e.Mode(), e.best)
+	}
+	f.rateA, f.rateB, f.mp = 1e5, 1e6, 2e5
+	d := Decision{Mode: e.Mode(), Best: e.best}
+	for i := 1; i <= 60; i++ {
+		d = e.Step(f.next(d))
+		if d.Chosen && d.Mode == BestPath && d.Best == pathB {
+			t.Logf("on B after %d steps: %s", i, d.Reason)
+			return
+		}
+	}
+	t.Fatalf("still %v on %v after 30 s with B ten times A", e.Mode(), e.best)
+}
