@@ -29,23 +29,7 @@ static __always_inline void sched_choose_segment(const struct mpsch_conn *c, int
  * it. -1 when none is established. */
 static __always_inline int sched_fastest(const struct mpsch_conn *c)
 {
-	__u32 tier = sched_tier(c), best_rtt = ~0u;
-	int best = -1;
-
-	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
-		const struct mpsch_sf *f;
-
-		if (i >= c->n)
-			break;
-		f = &c->sf[i];
-		if (!(f->flags & SCHED_SF_ACTIVE) || (f->flags & SCHED_SF_BACKUP) != tier)
-			continue;
-		if (f->srtt_us < best_rtt) {
-			best_rtt = f->srtt_us;
-			best = i;
-		}
-	}
-	return best;
+	return sched_lowest_rtt_where(c, SCHED_PICK_ANY_BUF);
 }
 
 /*

@@ -48,14 +48,20 @@ static __always_inline bool sf_idle(const struct mpsch_sf *f)
 	return !f->inflight && !f->notsent;
 }
 
-/* The usable subflow of the current tier with the lowest smoothed RTT,
- * among those with window space when need_space and among idle ones when
- * need_idle; -1 when there is none. Ties go to the first in the kernel's
- * list. */
-static __always_inline int sched_lowest_rtt_where(const struct mpsch_conn *c, bool need_space,
-						  bool need_idle)
+/* What sched_lowest_rtt_where asks of a subflow besides being in the
+ * current tier. */
+#define SCHED_PICK_SPACE 1   /* window room (sf_space) */
+#define SCHED_PICK_IDLE 2    /* nothing in flight or queued (sf_idle) */
+#define SCHED_PICK_ANY_BUF 4 /* established is enough: its send buffer may be full */
+
+/* The subflow of the current tier with the lowest smoothed RTT among those
+ * that are usable (or only established, with SCHED_PICK_ANY_BUF) and meet
+ * `need` (SCHED_PICK_*); -1 when there is none. Ties go to the first in the
+ * kernel's list. */
+static __always_inline int sched_lowest_rtt_where(const struct mpsch_conn *c, __u32 need)
 {
 	__u32 tier = sched_tier(c), best_rtt = ~0u;
+	__u32 must = need & SCHED_PICK_ANY_BUF ? SCHED_SF_ACTIVE : SCHED_SF_ACTIVE | SCHED_SF_MEMFREE;
 	int best = -1;
 
 	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
@@ -64,7 +70,9 @@ static __always_inline int sched_lowest_rtt_where(const struct mpsch_conn *c, bo
 		if (i >= c->n)
 			break;
 		f = &c->sf[i];
-		if (!sf_in_tier(f, tier) || (need_space && !sf_space(f)) || (need_idle && !sf_idle(f)))
+		if ((f->flags & must) != must || (f->flags & SCHED_SF_BACKUP) != tier)
+			continue;
+		if ((need & SCHED_PICK_SPACE && !sf_space(f)) || (need & SCHED_PICK_IDLE && !sf_idle(f)))
 			continue;
 		if (f->srtt_us < best_rtt) {
 			best_rtt = f->srtt_us;
@@ -76,7 +84,7 @@ static __always_inline int sched_lowest_rtt_where(const struct mpsch_conn *c, bo
 
 static __always_inline int sched_lowest_rtt(const struct mpsch_conn *c, bool need_space)
 {
-	return sched_lowest_rtt_where(c, need_space, false);
+	return sched_lowest_rtt_where(c, need_space ? SCHED_PICK_SPACE : 0);
 }
 
 /* Send on sf[i] for as many bytes as its window has room for (at least
@@ -107,6 +115,6 @@ static __always_inline void sched_choose(const struct mpsch_conn *c, int i, stru
 	{                                                                                          \
 		if (!c || !s || !o)                                                                \
 			return 0;                                                                  \
-		sched_choose(c, sched_lowest_rtt_where(c, false, true), o);                         \
+		sched_choose(c, sched_lowest_rtt_where(c, SCHED_PICK_IDLE), o);                        \
 		return 0;                                                                          \
 	}

@@ -443,7 +443,7 @@ __noinline int algo_retrans(const struct mpsch_conn *c, struct mpsch_state *s, s
 			return 0;
 		}
 	}
-	sched_choose(c, sched_lowest_rtt_where(c, false, true), o);
+	sched_choose(c, sched_lowest_rtt_where(c, SCHED_PICK_IDLE), o);
 	return 0;
 }
 

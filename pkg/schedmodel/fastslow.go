@@ -16,19 +16,7 @@ func chooseSegment(c *Conn, i int, o *Out) {
 
 // fastest is sched_fastest: the established subflow of the current tier
 // with the lowest RTT, its send buffer full or not.
-func fastest(c *Conn) int {
-	t, bestRTT, best := tier(c), ^uint32(0), -1
-	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
-		if f.Flags&Active == 0 || f.Flags&Backup != t {
-			continue
-		}
-		if f.SRTTUs < bestRTT {
-			bestRTT, best = f.SRTTUs, i
-		}
-	}
-	return best
-}
+func fastest(c *Conn) int { return lowestRTTWhere(c, pickAnyBuf) }
 
 // fastSlow is sched_fast_slow: decided (o filled in or left empty) when the
 // fastest subflow is usable with room, no usable subflow has room, or the

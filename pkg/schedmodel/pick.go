@@ -30,12 +30,26 @@ func inTier(f *Subflow, t uint32) bool { return usable(f) && f.Flags&Backup == t
 
 func idle(f *Subflow) bool { return f.Inflight == 0 && f.NotSent == 0 }
 
+// What lowestRTTWhere asks besides the tier (SCHED_PICK_*).
+const (
+	pickSpace  = 1 // window room
+	pickIdle   = 2 // nothing in flight or queued
+	pickAnyBuf = 4 // established is enough: its send buffer may be full
+)
+
 // lowestRTTWhere is sched_lowest_rtt_where.
-func lowestRTTWhere(c *Conn, needSpace, needIdle bool) int {
+func lowestRTTWhere(c *Conn, need uint32) int {
 	t, bestRTT, best := tier(c), ^uint32(0), -1
+	must := uint32(Active | MemFree)
+	if need&pickAnyBuf != 0 {
+		must = Active
+	}
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
 		f := &c.SF[i]
-		if !inTier(f, t) || needSpace && space(f) == 0 || needIdle && !idle(f) {
+		if f.Flags&must != must || f.Flags&Backup != t {
+			continue
+		}
+		if need&pickSpace != 0 && space(f) == 0 || need&pickIdle != 0 && !idle(f) {
 			continue
 		}
 		if f.SRTTUs < bestRTT {
@@ -46,7 +60,12 @@ func lowestRTTWhere(c *Conn, needSpace, needIdle bool) int {
 }
 
 // lowestRTT is sched_lowest_rtt.
-func lowestRTT(c *Conn, needSpace bool) int { return lowestRTTWhere(c, needSpace, false) }
+func lowestRTT(c *Conn, needSpace bool) int {
+	if needSpace {
+		return lowestRTTWhere(c, pickSpace)
+	}
+	return lowestRTTWhere(c, 0)
+}
 
 // choose is sched_choose.
 func choose(c *Conn, i int, o *Out) {
@@ -61,6 +80,6 @@ func choose(c *Conn, i int, o *Out) {
 // retransOnBest is SCHED_RETRANS_ON_BEST.
 func retransOnBest(c *Conn) Out {
 	var o Out
-	choose(c, lowestRTTWhere(c, false, true), &o)
+	choose(c, lowestRTTWhere(c, pickIdle), &o)
 	return o
 }
