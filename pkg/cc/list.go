@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Loaded describes one congestion control this project registered.
@@ -44,14 +45,9 @@ func inspect(root, name string) (Loaded, error) {
 	dir := filepath.Join(root, name)
 	l := Loaded{Name: name, PinDir: dir, Registered: IsRegistered(name)}
 
-	pm, err := ebpf.LoadPinnedMap(filepath.Join(dir, "params"), nil)
-	if err != nil {
-		return l, fmt.Errorf("opening parameters: %w", err)
-	}
-	defer pm.Close()
 	var raw rawParams
-	if err := pm.Lookup(uint32(0), &raw); err != nil {
-		return l, fmt.Errorf("reading parameters: %w", err)
+	if err := structops.ReadParams(dir, &raw); err != nil {
+		return l, err
 	}
 	l.Params = raw.params()
 	if a, ok := ByID(raw.Algo); ok {

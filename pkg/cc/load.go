@@ -90,36 +90,11 @@ func Load(a Algorithm, opts Options) (err error) {
 		return err
 	}
 
-	spec, err := a.Spec()
-	if err != nil {
-		return fmt.Errorf("reading the %s object: %w", a.Name, err)
+	err = structops.Load(structops.Object{Algo: a.Name, Spec: a.Spec, Params: opts.Params.raw(a.ID), Maps: []string{"subflows", "params", "trace"}}, name, dir)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return fmt.Errorf("%w: %v", ErrNoStructOps, err)
 	}
-	opsName, err := structops.SetName(spec, name)
-	if err != nil {
-		return err
-	}
-
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return fmt.Errorf("the kernel's verifier rejected %s: %+v", a.Name, ve)
-		}
-		if errors.Is(err, ebpf.ErrNotSupported) {
-			return fmt.Errorf("%w: %v", ErrNoStructOps, err)
-		}
-		return fmt.Errorf("loading %s: %w", a.Name, err)
-	}
-	defer coll.Close()
-
-	if err := coll.Maps["params"].Put(uint32(0), opts.Params.raw(a.ID)); err != nil {
-		return fmt.Errorf("writing parameters: %w", err)
-	}
-
-	if err := structops.Register(coll, opsName, dir, []string{"subflows", "params", "trace"}); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
+	return err
 }
 
 // Unload unregisters a loaded congestion control and removes its pins.

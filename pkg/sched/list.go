@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Loaded is one scheduler pinned under a root.
@@ -38,8 +39,8 @@ func List(root string) ([]Loaded, error) {
 	var errs []error
 	for _, d := range dirs {
 		l := Loaded{Name: d, Registered: reg[d]}
-		raw, err := readParams(filepath.Join(root, d, "params"))
-		if err != nil {
+		var raw rawParams
+		if err := structops.ReadParams(filepath.Join(root, d), &raw); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", d, err))
 		} else {
 			if a, ok := ByID(raw.Algo); ok {
@@ -51,17 +52,6 @@ func List(root string) ([]Loaded, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errors.Join(errs...)
-}
-
-func readParams(path string) (rawParams, error) {
-	var raw rawParams
-	m, err := ebpf.LoadPinnedMap(path, &ebpf.LoadPinOptions{ReadOnly: true})
-	if err != nil {
-		return raw, fmt.Errorf("opening its parameters: %w", err)
-	}
-	defer m.Close()
-	err = m.Lookup(uint32(0), &raw)
-	return raw, err
 }
 
 // SubflowStats is what a scheduler gave one subflow (struct mpsch_sf_stats).
@@ -82,7 +72,7 @@ type rawStats struct {
 	Pad                  uint16
 	Saddr, Daddr         [16]byte
 	Sends, Retrans       uint64
-	BurstBytes, LastNs   uint64
+	BurstBytes, LastUs   uint64
 }
 
 // Stats reads the per-subflow counters of every scheduler pinned under root.

@@ -1,12 +1,9 @@
 package sched
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
@@ -68,35 +65,11 @@ func Load(a Algorithm, opts Options) (err error) {
 		return err
 	}
 
-	spec, err := a.Spec()
-	if err != nil {
-		return fmt.Errorf("reading the %s object: %w", a.Name, err)
-	}
-	opsName, err := structops.SetName(spec, name)
-	if err != nil {
-		return err
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return fmt.Errorf("the kernel's verifier rejected %s: %+v", a.Name, ve)
-		}
-		return fmt.Errorf("loading %s: %w", a.Name, err)
-	}
-	defer coll.Close()
-
 	raw := rawParams{Algo: a.ID, Args: opts.Params.Args}
 	if opts.Params.Trace {
 		raw.Trace = 1
 	}
-	if err := coll.Maps["params"].Put(uint32(0), raw); err != nil {
-		return fmt.Errorf("writing parameters: %w", err)
-	}
-	if err := structops.Register(coll, opsName, dir, pinnedMaps); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
+	return structops.Load(structops.Object{Algo: a.Name, Spec: a.Spec, Params: raw, Maps: pinnedMaps}, name, dir)
 }
 
 // Unload unregisters a loaded scheduler and removes its pins. Connections

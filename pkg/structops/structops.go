@@ -51,6 +51,59 @@ func SetName(spec *ebpf.CollectionSpec, name string) (string, error) {
 	return "", errors.New("object has no struct_ops map")
 }
 
+// Object is one algorithm's BPF object as Load needs it.
+type Object struct {
+	Algo   string                               // the algorithm's name, for messages
+	Spec   func() (*ebpf.CollectionSpec, error) // the compiled object
+	Params any                                  // written at key 0 of its "params" map
+	Maps   []string                             // maps pinned beside the link
+}
+
+// Load loads obj into the kernel, writes its parameters, and registers it
+// under name, pinned in dir (see Register). A verifier rejection is
+// reported with the verifier's log; a kernel without struct_ops support
+// leaves ebpf.ErrNotSupported in the chain.
+func Load(obj Object, name, dir string) error {
+	spec, err := obj.Spec()
+	if err != nil {
+		return fmt.Errorf("reading the %s object: %w", obj.Algo, err)
+	}
+	opsName, err := SetName(spec, name)
+	if err != nil {
+		return err
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("the kernel's verifier rejected %s: %+v", obj.Algo, ve)
+		}
+		return fmt.Errorf("loading %s: %w", obj.Algo, err)
+	}
+	defer coll.Close()
+	if err := coll.Maps["params"].Put(uint32(0), obj.Params); err != nil {
+		return fmt.Errorf("writing parameters: %w", err)
+	}
+	if err := Register(coll, opsName, dir, obj.Maps); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// ReadParams reads the parameters (key 0 of the "params" map) of the
+// registration pinned in dir into v.
+func ReadParams(dir string, v any) error {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "params"), &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("opening its parameters: %w", err)
+	}
+	defer m.Close()
+	if err := m.Lookup(uint32(0), v); err != nil {
+		return fmt.Errorf("reading its parameters: %w", err)
+	}
+	return nil
+}
+
 // Register attaches the struct_ops map opsMap of coll and pins the link and
 // the named maps in dir, which must not exist yet. Either all of it is in
 // place when it returns nil, or none of it (the object is unregistered
