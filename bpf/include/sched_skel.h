@@ -149,7 +149,7 @@ static __always_inline void sched_collect(struct mptcp_sock *msk, struct mpsch_c
 /* ---- applying the answer ---- */
 
 static __always_inline void sched_count(struct mptcp_sock *msk, struct mptcp_subflow_context *sf,
-					const struct mpsch_sf *f, __u32 retrans, __u32 burst)
+					const struct mpsch_sf *f, __u64 now_us, __u32 retrans, __u32 burst)
 {
 	__u64 key = (__u64)msk->token << 32 | f->id;
 	struct mpsch_sf_stats *st = bpf_map_lookup_elem(&stats, &key);
@@ -171,7 +171,7 @@ static __always_inline void sched_count(struct mptcp_sock *msk, struct mptcp_sub
 	else
 		__sync_fetch_and_add(&st->sends, 1);
 	__sync_fetch_and_add(&st->burst_bytes, burst);
-	st->last_ns = bpf_ktime_get_ns();
+	st->last_us = now_us;
 }
 
 static __always_inline int sched_decide(struct mptcp_sock *msk, __u32 retrans)
@@ -203,7 +203,7 @@ static __always_inline int sched_decide(struct mptcp_sock *msk, __u32 retrans)
 				break;
 			if (mask & (1u << i)) {
 				mptcp_subflow_set_scheduled(sf, true);
-				sched_count(msk, sf, &t->conn.sf[i], retrans, t->out.burst);
+				sched_count(msk, sf, &t->conn.sf[i], t->conn.now_us, retrans, t->out.burst);
 			}
 			i++;
 		}

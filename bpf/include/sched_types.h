@@ -96,7 +96,7 @@ struct mpsch_sf_stats {
 	__u64 sends;     /* get_send decisions that picked it */
 	__u64 retrans;   /* get_retrans decisions that picked it */
 	__u64 burst_bytes; /* bytes of burst granted to it */
-	__u64 last_ns;
+	__u64 last_us;   /* the snapshot's now_us at its last pick */
 };
 
 #define SCHED_MAX_TRACKED 16384 /* subflows in the stats map (LRU beyond) */
