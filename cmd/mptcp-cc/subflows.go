@@ -28,13 +28,12 @@ func cmdSubflows(fs *flag.FlagSet) cli.Action {
 			return fmt.Errorf("--watch %v: want a positive refresh interval such as 1s (0, the default: show once)", *watch)
 		}
 		for {
-			snap, err := stats.Pinned{Root: *root, SchedRoot: *schedRoot}.Read()
+			snap, err := stats.Pinned{Root: *root, SchedRoot: *schedRoot, LiveFlags: true}.Read()
 			if err != nil {
 				return needsRoot(err, *root)
 			}
 			unjoined := len(stats.JoinSched(snap.Subflows, snap.Schedulers, snap.SchedSubflows))
 			subs := snap.Subflows
-			stats.JoinKernel(subs, kernelSockets())
 			if *asJSON {
 				if subs == nil {
 					subs = []stats.Subflow{}

@@ -55,7 +55,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 			return fmt.Errorf("--pathctl-state %q is not an absolute path", *pathState)
 		}
 		// Fail early with the map error (not root, nothing loaded ...).
-		src := stats.Pinned{Root: *root, SchedRoot: *schedRoot}
+		src := stats.Pinned{Root: *root, SchedRoot: *schedRoot, LiveFlags: true}
 		if _, err := src.Read(); err != nil {
 			return needsRoot(err, *root)
 		}
@@ -90,7 +90,6 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 				return err
 			}
 			subs := snap.Subflows
-			stats.JoinKernel(subs, kernelSockets())
 			var st *events.State
 			if tracker != nil {
 				s := tracker.Snapshot()

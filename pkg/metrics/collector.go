@@ -138,7 +138,7 @@ var (
 	famConnCwnd     = gaugeDef("connection_cwnd_segments", "Sum of the congestion windows of an MPTCP connection's subflows.", connLabels...)
 	famConnCoupled  = gaugeDef("connection_coupled", "The algorithm's coupled quantity for the connection (LIA/OLIA/BALIA: alpha, RSF: delay factor), as computed at the most recent update of any of its subflows.", with(connLabels, "quantity")...)
 
-	famSubInfo      = gaugeDef("subflow_info", "A live subflow; the value is always 1. local_id/remote_id are the path manager's address ids.", with(subflowLabels, "local_id", "remote_id", "backup")...)
+	famSubInfo      = gaugeDef("subflow_info", "A live subflow; the value is always 1. local_id/remote_id are the path manager's address ids; backup is this side's flag as the kernel has it now (MP_PRIO, endpoint flags).", with(subflowLabels, "local_id", "remote_id", "backup")...)
 	famSubCwnd      = gaugeDef("subflow_cwnd_segments", "Congestion window.", subflowLabels...)
 	famSubSsthresh  = gaugeDef("subflow_ssthresh_segments", "Slow-start threshold (+Inf while unset).", subflowLabels...)
 	famSubSRTT      = gaugeDef("subflow_srtt_seconds", "Smoothed round-trip time.", subflowLabels...)

@@ -2,9 +2,50 @@ package stats
 
 import (
 	"net/netip"
+	"os"
+	"sort"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 )
+
+// MaxFlagNamespaces bounds the named namespaces whose subflows' backup
+// flags KernelSockets reads (two sock_diag dumps each per read).
+const MaxFlagNamespaces = 64
+
+// KernelSockets lists the TCP sockets of the reader's network namespace
+// and of the named ones (`ip netns list`; the first MaxFlagNamespaces by
+// name), for JoinKernel: the BPF maps record a subflow's backup flag only
+// as it starts, the kernel has it as it is now. A namespace that cannot be
+// read is skipped; its subflows keep the map's flag.
+func KernelSockets() []sockdiag.Socket {
+	names := []string{""}
+	if ents, err := os.ReadDir(netns.Dir); err == nil {
+		var named []string
+		for _, e := range ents {
+			named = append(named, e.Name())
+		}
+		sort.Strings(named)
+		names = append(names, named[:min(len(named), MaxFlagNamespaces)]...)
+	}
+	var out []sockdiag.Socket
+	for _, ns := range names {
+		c, err := sockdiag.DialNS(ns)
+		if err != nil {
+			continue
+		}
+		for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+			socks, err := c.TCP(fam, sockdiag.Connected)
+			if err == nil {
+				out = append(out, socks...)
+			}
+		}
+		c.Close()
+	}
+	return out
+}
 
 // JoinKernel sets the backup flags of the MPTCP subflows in subs from the
 // kernel's view (sock_diag sockets, of one or more namespaces), matching

@@ -80,6 +80,9 @@ type Pinned struct {
 	// Netns are the network namespaces whose scheduler the snapshot
 	// reports ("" is the reader's own).
 	Netns []string
+	// LiveFlags: the subflows' backup flags are the kernel's now
+	// (JoinKernel over KernelSockets), not the map's from their start.
+	LiveFlags bool
 }
 
 // Read implements Source.
@@ -108,6 +111,9 @@ func (p Pinned) Read() (Snapshot, error) {
 		snap.Subflows = append(snap.Subflows, subs...)
 	}
 	Sort(snap.Subflows)
+	if p.LiveFlags {
+		JoinKernel(snap.Subflows, KernelSockets())
+	}
 	if p.SchedRoot != "" {
 		if err := readSched(&snap, p.SchedRoot); err != nil {
 			errs = append(errs, err)

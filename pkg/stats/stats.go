@@ -73,8 +73,8 @@ type Subflow struct {
 	RemoteID  uint8  `json:"remote_id"`
 	MPTCP     bool   `json:"mptcp"`
 	// Backup: this side flagged the subflow backup. The map records it as
-	// the subflow starts; JoinKernel replaces it with the kernel's view
-	// now (MP_PRIO and endpoint flags change it later).
+	// the subflow starts; JoinKernel (Pinned.LiveFlags) replaces it with
+	// the kernel's view now (MP_PRIO and endpoint flags change it later).
 	Backup bool `json:"backup"`
 	// BackupRemote: the peer flagged it backup (JoinKernel only).
 	BackupRemote bool `json:"backup_remote"`
