@@ -214,7 +214,7 @@ func TestPathManager(t *testing.T) {
 		t.Errorf("the apply error is not logged:\n%s", logs.String())
 	}
 	wantMetrics := `
-# HELP mptcp_cc_pathctl_apply_errors_total Attempts to set or clear a backup flag that the kernel refused (retried at the next period).
+# HELP mptcp_cc_pathctl_apply_errors_total Requests to set or clear a backup flag that the kernel refused (not repeated while the decision stands).
 # TYPE mptcp_cc_pathctl_apply_errors_total counter
 mptcp_cc_pathctl_apply_errors_total{netns="lab"} 1
 # HELP mptcp_cc_pathctl_connections MPTCP connections the daemon's path controller controls, by network namespace and mode (multipath, best-path, or trial while either is tried).

@@ -104,7 +104,7 @@ var (
 	descPathctlSwitches = prometheus.NewDesc(ns+"_pathctl_switches_total",
 		"Decisions of the path controller that switched a connection's mode or ended a trial, by the mode they put it in and why (docs/metrics.md lists the causes).", []string{"netns", "to", "cause"}, nil)
 	descPathctlApplyErr = prometheus.NewDesc(ns+"_pathctl_apply_errors_total",
-		"Attempts to set or clear a backup flag that the kernel refused (retried at the next period).", []string{"netns"}, nil)
+		"Requests to set or clear a backup flag that the kernel refused (not repeated while the decision stands).", []string{"netns"}, nil)
 	descPathctlSkipped = prometheus.NewDesc(ns+"_pathctl_skipped_total",
 		"MPTCP connections that matched the pathctl section but found the controller at its max_connections bound.", nil, nil)
 )

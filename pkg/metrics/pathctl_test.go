@@ -34,7 +34,7 @@ mptcp_cc_pathctl_connections{mode="trial",netns="host"} 0
 mptcp_cc_pathctl_connections{mode="best-path",netns="lab"} 1
 mptcp_cc_pathctl_connections{mode="multipath",netns="lab"} 1
 mptcp_cc_pathctl_connections{mode="trial",netns="lab"} 1
-# HELP mptcp_cc_pathctl_apply_errors_total Attempts to set or clear a backup flag that the kernel refused (retried at the next period).
+# HELP mptcp_cc_pathctl_apply_errors_total Requests to set or clear a backup flag that the kernel refused (not repeated while the decision stands).
 # TYPE mptcp_cc_pathctl_apply_errors_total counter
 mptcp_cc_pathctl_apply_errors_total{netns="host"} 0
 mptcp_cc_pathctl_apply_errors_total{netns="lab"} 1

@@ -134,8 +134,8 @@ func waitFlag(t *testing.T, ns string, token uint32, addr netip.Addr, held func(
 }
 
 // finish checks the controller stopped cleanly and left no flag, and the
-// transfer's bytes.
-func finish(t *testing.T, ns string, token uint32, c *xfer.Client, stop func() (error, []pathctl.Event)) {
+// transfer's bytes; it returns the events the controller reported.
+func finish(t *testing.T, ns string, token uint32, c *xfer.Client, stop func() (error, []pathctl.Event)) []pathctl.Event {
 	t.Helper()
 	err, events := stop()
 	if err != context.Canceled {
@@ -160,6 +160,7 @@ func finish(t *testing.T, ns string, token uint32, c *xfer.Client, stop func() (
 		t.Logf("the kernel delivered wrong bytes from offset %d (known 6.18 MPTCP fault)", res.FirstBad)
 	}
 	t.Logf("%d decisions reported; %d bytes in %v", len(events), res.Delivered, res.Duration.Round(time.Millisecond))
+	return events
 }
 
 // End to end, per endpoint (the in-kernel path manager): where aggregation
@@ -200,7 +201,15 @@ func TestControllerFlagsBadPathPerEndpoint(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("the recovered path's flag was cleared after %v", time.Since(start).Round(time.Millisecond))
-	finish(t, n.Client, token, c, stop)
+	events := finish(t, n.Client, token, c, stop)
+	// A flag the kernel refused is reported once, not every period while
+	// the decision stands.
+	for i := 1; i < len(events); i++ {
+		a, b := events[i-1], events[i]
+		if a.Err != nil && b.Err != nil && a.Err.Error() == b.Err.Error() && !b.Decision.Switched && !b.Decision.Chosen && b.Decision.Trial == a.Decision.Trial {
+			t.Fatalf("the same apply error was reported twice in a row without a new decision: %v", b.Err)
+		}
+	}
 }
 
 // End to end, per connection (the userspace path manager, as mptcpd runs
@@ -211,5 +220,9 @@ func TestControllerFlagsBadPathPerConnection(t *testing.T) {
 	held, _, stop := controller(t, n.Client, token, pathctl.Auto)
 	took := waitFlag(t, n.Client, token, topo.ClientAddr(1), held, true, 12*time.Second)
 	t.Logf("the bad path was flagged backup after %v", took.Round(time.Millisecond))
-	finish(t, n.Client, token, c, stop)
+	for _, e := range finish(t, n.Client, token, c, stop) {
+		if e.Err != nil {
+			t.Errorf("per connection, every subflow can be flagged, yet: %v", e.Err)
+		}
+	}
 }

@@ -87,7 +87,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			apply = PerConnection
 		}
 	}
-	a := &applier{pm: pm, how: apply, token: o.Token, flagged: map[SubflowID]bool{}}
+	a := &applier{pm: pm, how: apply, token: o.Token, flagged: map[SubflowID]bool{}, failed: map[SubflowID]bool{}}
 	defer func() {
 		if cerr := a.clearAll(); cerr != nil && err == nil {
 			err = cerr
@@ -169,6 +169,13 @@ type applier struct {
 	how     Apply
 	token   uint32
 	flagged map[SubflowID]bool
+	// failed holds, per subflow, the flag value the kernel refused. The
+	// same request is not repeated (and so not reported again) every
+	// period: a subflow whose address is no endpoint, such as the initial
+	// subflow under the in-kernel path manager, would otherwise fail and
+	// log once per period for the connection's whole life. A new decision
+	// for that subflow tries again.
+	failed map[SubflowID]bool
 }
 
 func (a *applier) apply(s Sample, d Decision) error {
@@ -178,6 +185,12 @@ func (a *applier) apply(s Sample, d Decision) error {
 	}
 	var errs []error
 	for _, sf := range s.Subflows {
+		if v, ok := a.failed[sf.ID]; ok {
+			if v == want[sf.ID] {
+				continue // refused before, and said so then
+			}
+			delete(a.failed, sf.ID)
+		}
 		if want[sf.ID] == sf.Backup && want[sf.ID] == a.flagged[sf.ID] {
 			continue
 		}
@@ -185,9 +198,11 @@ func (a *applier) apply(s Sample, d Decision) error {
 			continue // flagged by someone else: not ours to clear
 		}
 		if err := a.set(sf.ID, want[sf.ID]); err != nil {
+			a.failed[sf.ID] = want[sf.ID]
 			errs = append(errs, err)
 			continue
 		}
+		delete(a.failed, sf.ID)
 		if want[sf.ID] {
 			a.flagged[sf.ID] = true
 		} else {
