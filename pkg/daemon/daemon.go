@@ -156,6 +156,7 @@ type running struct {
 	reloads *reloadCollector
 	events  *eventWatchers
 	paths   *pathManager
+	mib     *metrics.KernelMIB
 }
 
 // Run sets everything up, serves until ctx ends (applying a reload each time
@@ -194,7 +195,9 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 		paths = KernelPaths{}
 	}
 	r.paths = newPathManager(paths, log)
-	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads, r.paths.col); err != nil {
+	r.mib = &metrics.KernelMIB{Logger: log}
+	r.mib.SetNamespaces(mibNamespaces(cfg))
+	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads, r.paths.col, r.mib); err != nil {
 		return err
 	}
 	r.handler.set(r.metricsHandler(cfg))
@@ -264,9 +267,25 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	return removeAll(cfg, pe, se, log)
 }
 
+// mibNamespaces are the network namespaces whose MPTCP MIB counters the
+// metrics carry: the daemon's own and every one the configuration names.
+func mibNamespaces(cfg Config) []string {
+	out := []string{""}
+	seen := map[string]bool{"": true}
+	for _, list := range [][]string{netnsList(cfg), cfg.Events.Namespaces, cfg.Pathctl.namespaces()} {
+		for _, n := range list {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 // metricsHandler serves the maps under cfg's root with cfg's bound.
 func (r *running) metricsHandler(cfg Config) http.Handler {
-	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS, SchedRoot: cfg.SchedBPFFS, Netns: netnsList(cfg)}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
+	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS, SchedRoot: cfg.SchedBPFFS, Netns: netnsList(cfg), LiveFlags: true}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
 	return metrics.Handler(col, r.reg)
 }
 

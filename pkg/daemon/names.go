@@ -25,7 +25,7 @@ func MetricNames() ([]string, error) {
 	ch := make(chan *prometheus.Desc)
 	go func() {
 		for _, c := range []prometheus.Collector{
-			metrics.NewCollector(nil, metrics.Options{}), &events.Collector{}, &policyCollector{}, newReloadCollector(time.Time{}), &metrics.Pathctl{},
+			metrics.NewCollector(nil, metrics.Options{}), &events.Collector{}, &policyCollector{}, newReloadCollector(time.Time{}), &metrics.Pathctl{}, &metrics.KernelMIB{},
 		} {
 			c.Describe(ch)
 		}

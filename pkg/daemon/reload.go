@@ -282,6 +282,7 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 	removeErr := errors.Join(r.removeDropped(plan), r.removeDroppedSched(plan.sched))
 	r.cfg, r.st = cfg, st
 	r.inForce.set(st.policies)
+	r.mib.SetNamespaces(mibNamespaces(cfg))
 	if plan.maxSubflows || plan.sched.netns {
 		r.handler.set(r.metricsHandler(cfg))
 	}

@@ -1,0 +1,75 @@
+package kernel
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+)
+
+// MPTCPMIB reads the kernel's MPTCP MIB counters (the MPTcpExt lines of
+// netstat, what `nstat -a` shows as MPTcpExt*) in network namespace ns
+// ("" for the caller's own), by name without the prefix. The file is read
+// through /proc/thread-self: /proc/net follows the process's namespace,
+// while a namespace switch (netns.Do) moves only the calling thread.
+func MPTCPMIB(ns string) (map[string]uint64, error) {
+	var out map[string]uint64
+	read := func() error {
+		f, err := os.Open("/proc/thread-self/net/netstat")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out, err = parseMPTCPMIB(f)
+		return err
+	}
+	var err error
+	if ns == "" {
+		err = read()
+	} else {
+		err = netns.Do(ns, read)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the MPTCP MIB counters: %w", err)
+	}
+	return out, nil
+}
+
+// parseMPTCPMIB parses netstat's format: per group a line of names and a
+// line of values, each starting with the group's name.
+func parseMPTCPMIB(r io.Reader) (map[string]uint64, error) {
+	const group = "MPTcpExt:"
+	var names []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != group {
+			continue
+		}
+		if names == nil {
+			names = f[1:]
+			continue
+		}
+		if len(f)-1 != len(names) {
+			return nil, fmt.Errorf("%s has %d names and %d values", group, len(names), len(f)-1)
+		}
+		out := make(map[string]uint64, len(names))
+		for i, v := range f[1:] {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", group, names[i], err)
+			}
+			out[names[i]] = n
+		}
+		return out, nil
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("no %s counters (a kernel without MPTCP)", group)
+}
