@@ -49,6 +49,11 @@ func TestSchedExpInVM(t *testing.T) {
 		Env:      []string{schedexp.Env + "=" + guest},
 		Writable: []string{out},
 	})
+	files, err := schedexp.Render(out)
+	if err != nil {
+		t.Errorf("rendering the results: %v", err)
+	}
+	t.Logf("wrote %v in %s", files, out)
 	for _, e := range spec.Run {
 		md, err := os.ReadFile(filepath.Join(out, e+".md"))
 		if err != nil {

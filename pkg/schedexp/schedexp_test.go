@@ -2,6 +2,8 @@ package schedexp
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -173,4 +175,62 @@ func TestNewRun(t *testing.T) {
 	if run := NewRun("minrtt", 1, r, true); len(run.BlockingMs) != 0 || len(run.DelayMs) != 1 {
 		t.Errorf("without a capture: %+v", run)
 	}
+}
+
+// Render rebuilds the tables and figures from the JSON alone.
+func TestRender(t *testing.T) {
+	dir := t.TempDir()
+	runs := []Run{{Scheduler: "default", GoodputBits: 1e6, BlockingMs: []float64{10}}, {Scheduler: "daps", GoodputBits: 1e6, BlockingMs: []float64{4}}}
+	c := DAPSCases[1]
+	daps := DAPSResult{Meta: Meta{Kernel: "7.3.4"}, Bytes: 1000, RecordSize: 1000, Queue: "bdp",
+		Cases: []DAPSCaseResult{{Case: 2, C0Bits: c.C0, C1Bits: c.C1, RTT0Ms: 20, RTT1Ms: 200, A: c.Asymmetry(),
+			ModelMs: ms(c.Model()), Runs: runs, Schedulers: Pool(runs, []string{"default", "daps"})}}}
+	pc := PAPDConfigResult{RTT2Ms: 200, Alone: [2][]Run{{{GoodputBits: 10e6}}, {{GoodputBits: 3e6}}},
+		Runs: []Run{{Scheduler: "minrtt", GoodputBits: 3e6}, {Scheduler: "papd", GoodputBits: 9e6}}}
+	pc.Finish(PAPDSchedulers)
+	papd := PAPDResult{Configs: []PAPDConfigResult{pc}, RateBits: 10e6}
+	if err := Write(dir, "daps", daps, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(dir, "papd", papd, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Render(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"daps-bulk-blocking-mean.svg", "daps-bulk-blocking-p95.svg", "daps.md", "papd-uc.svg", "papd.md"}
+	if !reflect.DeepEqual(files, want) {
+		t.Fatalf("wrote %v, want %v", files, want)
+	}
+	for f, wants := range map[string][]string{
+		"daps.md":                     {daps.Markdown()},
+		"papd.md":                     {papd.Markdown()},
+		"daps-bulk-blocking-mean.svg": {"<svg", "daps", "default", "case 2 (A = 10)", "seed model", "bulk sender"},
+		"papd-uc.svg":                 {"<svg", "minrtt", "papd", "RTT2 200 ms, p2 0%"},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wants {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s lacks %q", f, w)
+			}
+		}
+	}
+}
+
+// MPTCP_CC_SCHED_RENDER=DIR re-renders the results in DIR (after a change
+// of the tables or figures; the runs themselves need the VM).
+func TestRenderDir(t *testing.T) {
+	dir := os.Getenv("MPTCP_CC_SCHED_RENDER")
+	if dir == "" {
+		t.Skip("set MPTCP_CC_SCHED_RENDER=DIR to re-render the results in DIR")
+	}
+	files, err := Render(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %v", files)
 }
