@@ -102,7 +102,7 @@ test-short: generate
 # Benchmarks are tests named TestBench*, gated by these variables so the
 # normal suite skips them; each prints its side-by-side table.
 bench: deps build
-	MPTCP_CC_BENCH=1 LINKEM_BENCH=1 $(GO) test -p 1 -count=1 -timeout 60m -run 'TestBench' -v ./... | tee bench.log
+	MPTCP_CC_BENCH=1 LINKEM_BENCH=1 $(GO) test -p 1 -count=1 -timeout 150m -run 'TestBench' -v ./... | tee bench.log
 
 # Long soak of loss recovery (about 11 min): the window guard's check.
 soak: deps build

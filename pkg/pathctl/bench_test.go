@@ -2,18 +2,24 @@ package pathctl_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
+	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
@@ -52,22 +58,7 @@ var seedCells = []seedCell{
 // PATHCTL_BENCH="reps=N seconds=S" (defaults 2 and 20).
 func TestBenchSeedPAPD(t *testing.T) {
 	testenv.Bench(t)
-	reps, secs := 2, 20
-	for _, f := range strings.Fields(os.Getenv("PATHCTL_BENCH")) {
-		k, v, _ := strings.Cut(f, "=")
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("PATHCTL_BENCH: %q: want key=positive integer", f)
-		}
-		switch k {
-		case "reps":
-			reps = n
-		case "seconds":
-			secs = n
-		default:
-			t.Fatalf("PATHCTL_BENCH: unknown key %q (reps, seconds)", k)
-		}
-	}
+	reps, secs := benchEnv(t)
 	const rate = 10e6
 	d := time.Duration(secs) * time.Second
 	var rows []string
@@ -104,17 +95,7 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 	_, cl := testkernel.Transfer(t, n, xfer.Options{For: d})
 	if how == "controller" {
 		token := testkernel.Token(t, n.Client, cl.Local())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- pathctl.Run(ctx, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint})
-		}()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil && err != context.Canceled {
-				t.Errorf("controller: %v", err)
-			}
-		}()
+		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint})()
 	}
 	res, err := cl.Wait()
 	if err != nil {
@@ -128,6 +109,41 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 	return g
 }
 
+// benchEnv reads PATHCTL_BENCH="reps=N seconds=S" (defaults 2 and 20).
+func benchEnv(t *testing.T) (reps, secs int) {
+	reps, secs = 2, 20
+	for _, f := range strings.Fields(os.Getenv("PATHCTL_BENCH")) {
+		k, v, _ := strings.Cut(f, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("PATHCTL_BENCH: %q: want key=positive integer", f)
+		}
+		switch k {
+		case "reps":
+			reps = n
+		case "seconds":
+			secs = n
+		default:
+			t.Fatalf("PATHCTL_BENCH: unknown key %q (reps, seconds)", k)
+		}
+	}
+	return reps, secs
+}
+
+// runController runs pathctl with o in the background; the returned stop
+// ends it and reports its error.
+func runController(t *testing.T, o pathctl.Options) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pathctl.Run(ctx, o) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && err != context.Canceled {
+			t.Errorf("controller: %v", err)
+		}
+	}
+}
+
 func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
@@ -135,4 +151,317 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// TestBenchStall reproduces the stall of docs/algorithms.md (a subflow
+// whose window OLIA cut to a few packets held 970 KB of unsent data while
+// its sibling sat idle) and measures it with and without the controller,
+// side by side in one run: the same OLIA connection over the same two
+// lossy paths (OLIA's own testbed test, TestOLIAMovesWindowToBestPath:
+// 20 Mbit/s each, 0.2% loss, 160 ms and 40 ms RTT).
+//
+// Held time is measured apart from the controller's own stall rule, as
+// the symptom: sampled every 100 ms, the time during which one subflow had
+// at least 64 KiB not yet sent while another had nothing unsent and
+// nothing in flight (idle), so the connection waited on one queue.
+//
+// PATHCTL_BENCH="reps=N seconds=S" (defaults 2 and 20).
+func TestBenchStall(t *testing.T) {
+	testenv.Bench(t)
+	reps, secs := benchEnv(t)
+	d := time.Duration(secs) * time.Second
+	root := testkernel.PinRoot(t)
+	name := testkernel.Load(t, root, "olia", cc.Params{})
+	var rows []string
+	for _, ctl := range []bool{false, true} {
+		var good, held []string
+		var longest time.Duration
+		var queued uint32
+		stuck := 0
+		for r := 0; r < reps; r++ {
+			s := stallRun(t, name, ctl, d, uint64(r+1))
+			longest, queued = max(longest, s.longest), max(queued, s.maxQueued)
+			held = append(held, fmt.Sprintf("%.1f (%.0f%%)", s.held.Seconds(), 100*s.held.Seconds()/s.duration.Seconds()))
+			if s.stuck {
+				stuck++
+				good = append(good, "stuck")
+				t.Logf("controller=%v rep %d: the receiver had not got everything 60 s after the sender stopped; held %.1f s (longest %.1f s, up to %d KB queued); %d decisions switched", ctl, r+1, s.held.Seconds(), s.longest.Seconds(), s.maxQueued>>10, s.switches)
+				continue
+			}
+			good = append(good, fmt.Sprintf("%.2f", s.goodput*8/1e6))
+			t.Logf("controller=%v rep %d: %.2f Mbit/s over %.1f s; held %.1f s (longest %.1f s, up to %d KB queued); %d decisions switched", ctl, r+1, s.goodput*8/1e6, s.duration.Seconds(), s.held.Seconds(), s.longest.Seconds(), s.maxQueued>>10, s.switches)
+		}
+		rows = append(rows, fmt.Sprintf("| %v | %d | %s | %s | %.1f | %d | %d |", ctl, reps, strings.Join(good, ", "), strings.Join(held, ", "), longest.Seconds(), queued>>10, stuck))
+	}
+	t.Logf("\n| controller | runs | goodput per run (Mbit/s) | held per run, s (share of the run) | longest held (s) | most queued while held (KB) | stuck |\n|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
+
+type stallResult struct {
+	goodput       float64 // bytes per second
+	duration      time.Duration
+	held, longest time.Duration
+	maxQueued     uint32
+	switches      int  // the controller's decisions that switched
+	stuck         bool // the receipt did not come 60 s after the sender stopped
+}
+
+func stallRun(t *testing.T, ccName string, ctl bool, d time.Duration, seed uint64) (res stallResult) {
+	t.Helper()
+	const rate, oneWay = 20e6, 20 * time.Millisecond
+	bdp := uint32(rate / 8 * (2 * oneWay).Seconds())
+	n := testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: rate, Delay: 4 * oneWay, Loss: 0.002, Seed: 2*seed + 1, QueueBytes: 4 * bdp},
+			{RateBits: rate, Delay: oneWay, Loss: 0.002, Seed: 2 * seed, QueueBytes: bdp},
+		},
+		Subflows: true,
+	})
+	_, cl := testkernel.Transfer(t, n, xfer.Options{For: d, CC: ccName})
+	token := testkernel.Token(t, n.Client, cl.Local())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	if ctl {
+		var mu sync.Mutex
+		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint,
+			Event: func(e pathctl.Event) {
+				if e.Decision.Switched {
+					mu.Lock()
+					res.switches++
+					mu.Unlock()
+				}
+				t.Logf("  %5.1f s: %v best=%v trial=%v (%s) err=%v", time.Since(start).Seconds(), e.Decision.Mode, e.Decision.Best, e.Decision.Trial, e.Decision.Reason, e.Err)
+			}})()
+	}
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		const every = 100 * time.Millisecond
+		var run time.Duration
+		for tick := time.NewTicker(every); ; {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return
+			case <-tick.C:
+			}
+			socks, err := sockdiag.Dump(n.Client, 2, sockdiag.StateSet(sockdiag.Established))
+			if err != nil {
+				continue
+			}
+			var queued uint32
+			idle := false
+			for _, s := range socks {
+				if !s.MPTCP || s.Token != token {
+					continue
+				}
+				if s.Info.Notsent_bytes >= 64<<10 {
+					queued = max(queued, s.Info.Notsent_bytes)
+				} else if s.Info.Notsent_bytes == 0 && s.Info.Unacked == 0 {
+					idle = true
+				}
+			}
+			if queued > 0 && idle {
+				run += every
+				res.held += every
+				res.longest = max(res.longest, run)
+				res.maxQueued = max(res.maxQueued, queued)
+			} else {
+				run = 0
+			}
+		}
+	}()
+	out, err := cl.Wait()
+	cancel()
+	<-sampled
+	res.duration = time.Since(start)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		res.stuck = true
+		return res
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Delivered != out.Sent {
+		t.Fatalf("sent %d, delivered %d", out.Sent, out.Delivered)
+	}
+	if !out.Intact {
+		t.Logf("the kernel delivered wrong bytes from offset %d (known 6.18 MPTCP fault)", out.FirstBad)
+	}
+	res.goodput = float64(out.Delivered) / out.Duration.Seconds()
+	res.duration = out.Duration
+	return res
+}
+
+// changeTrace is a mahimahi trace (one 1500-byte delivery opportunity per
+// line, in ms) of a path at good for phase, then bad for phase, then good
+// again for phase.
+func changeTrace(t *testing.T, good, bad float64, phase time.Duration) *linkem.Trace {
+	t.Helper()
+	var b strings.Builder
+	at := 0.0
+	for i, rate := range []float64{good, bad, good} {
+		end := float64((time.Duration(i+1) * phase).Milliseconds())
+		step := float64(linkem.TraceMTU*8) / rate * 1000 // ms between opportunities
+		for at += step; at <= end; at += step {
+			fmt.Fprintf(&b, "%d\n", int64(at))
+		}
+		at = end
+	}
+	fmt.Fprintf(&b, "%d\n", int64(at)) // the period ends with the third phase
+	tr, err := linkem.ParseTrace(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestBenchPathChange: the better path degrades mid-transfer and
+// recovers (its capacity from a mahimahi trace: 10 Mbit/s, then 0.3 Mbit/s,
+// then 10 Mbit/s again, 12 s each); the other path is a steady 2 Mbit/s at
+// 100 ms RTT. The server's receive buffer is small (as in the seed cells),
+// so aggregating the two hurts. The controller runs per connection (the
+// userspace path manager: the initial subflow, on the steady path, must be
+// flaggable too). Side by side with the default scheduler alone, in one
+// run: goodput per phase, and how long after each change the kernel showed
+// the controller's flags following it.
+func TestBenchPathChange(t *testing.T) {
+	testenv.Bench(t)
+	reps, _ := benchEnv(t)
+	const phase = 12 * time.Second
+	var rows []string
+	for _, ctl := range []bool{false, true} {
+		for r := 0; r < reps; r++ {
+			res := changeRun(t, ctl, phase)
+			follow := "-"
+			if ctl {
+				follow = fmt.Sprintf("%.1f s / %.1f s", res.follow[0].Seconds(), res.follow[1].Seconds())
+			}
+			rows = append(rows, fmt.Sprintf("| %v | %d | %.2f | %.2f | %.2f | %s | %v |", ctl, r+1, res.phase[0]*8/1e6, res.phase[1]*8/1e6, res.phase[2]*8/1e6, follow, res.intact))
+		}
+	}
+	t.Logf("\n| controller | run | goodput, path 1 good (Mbit/s) | path 1 degraded | path 1 recovered | flags followed the degradation / the recovery after | data intact |\n|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
+
+type changeResult struct {
+	phase  [3]float64       // bytes acked per second in each phase (its first 2 s left out)
+	follow [2]time.Duration // from each change until the kernel's flags matched it (-1: never)
+	intact bool
+}
+
+func changeRun(t *testing.T, ctl bool, phase time.Duration) changeResult {
+	t.Helper()
+	n := testkernel.Net(t, topo.Config{
+		Paths: []int{0, 1},
+		Bottlenecks: []topo.Shaping{
+			{RateBits: 2e6, Delay: 50 * time.Millisecond, QueueBytes: 50000},
+			{Trace: changeTrace(t, 10e6, 0.3e6, phase), Delay: 10 * time.Millisecond, QueueBytes: 50000},
+		},
+	})
+	start := time.Now() // the trace starts as the link is configured
+	if err := netns.Exec(n.Server, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 65536 131072"); err != nil {
+		t.Fatal(err)
+	}
+	if err := netns.Exec(n.Client, "sysctl", "-q", "-w", "net.mptcp.pm_type=1"); err != nil {
+		t.Fatal(err)
+	}
+	srv, cl := testkernel.Transfer(t, n, xfer.Options{For: 3*phase - time.Since(start) - time.Second})
+	token := testkernel.Token(t, n.Client, cl.Local())
+	pm, err := mptcpnl.DialNS(n.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pm.Close()
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err = pm.CreateSubflow(token, topo.ClientAddr(1), srv.Addr()); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		cl.Wait()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if ctl {
+		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerConnection})()
+	}
+	// Sample bytes acked and the kernel's flags every 250 ms.
+	type sample struct {
+		at           time.Duration
+		acked        uint64
+		flag0, flag1 bool
+	}
+	var samples []sample
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			socks, err := sockdiag.Dump(n.Client, 2, sockdiag.StateSet(sockdiag.Established))
+			if err != nil {
+				continue
+			}
+			s := sample{at: time.Since(start)}
+			for _, k := range socks {
+				if !k.MPTCP || k.Token != token {
+					continue
+				}
+				s.acked += k.Info.Bytes_acked
+				switch k.Local.Addr().Unmap() {
+				case topo.ClientAddr(0):
+					s.flag0 = k.BackupLocal
+				case topo.ClientAddr(1):
+					s.flag1 = k.BackupLocal
+				}
+			}
+			samples = append(samples, s)
+		}
+	}()
+	out, err := cl.Wait()
+	cancel()
+	<-sampled
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Delivered != out.Sent {
+		t.Fatalf("sent %d, delivered %d", out.Sent, out.Delivered)
+	}
+	res := changeResult{intact: out.Intact, follow: [2]time.Duration{-1, -1}}
+	// Goodput per phase, from the 2nd second of the phase to its end.
+	for p := range 3 {
+		from, to := time.Duration(p)*phase+2*time.Second, time.Duration(p+1)*phase
+		var first, last *sample
+		for i := range samples {
+			if s := &samples[i]; s.at >= from && s.at <= to {
+				if first == nil {
+					first = s
+				}
+				last = s
+			}
+		}
+		if first != nil && last != first {
+			res.phase[p] = float64(last.acked-first.acked) / (last.at - first.at).Seconds()
+		}
+	}
+	// Following: after the degradation, path 1 flagged and path 0 not;
+	// after the recovery, path 1 not flagged.
+	for _, s := range samples {
+		if res.follow[0] < 0 && s.at >= phase && s.at < 2*phase && s.flag1 && !s.flag0 {
+			res.follow[0] = s.at - phase
+		}
+		if res.follow[1] < 0 && s.at >= 2*phase && !s.flag1 {
+			res.follow[1] = s.at - 2*phase
+		}
+	}
+	t.Logf("controller=%v: %.2f / %.2f / %.2f Mbit/s per phase; followed after %v / %v; intact %v",
+		ctl, res.phase[0]*8/1e6, res.phase[1]*8/1e6, res.phase[2]*8/1e6, res.follow[0], res.follow[1], out.Intact)
+	return res
 }
