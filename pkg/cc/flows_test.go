@@ -1,7 +1,9 @@
 package cc_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -25,6 +27,22 @@ type flow struct {
 // called at the start and the end of the window (e.g. to read maps).
 func run(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, sample func(end bool)) []float64 {
 	t.Helper()
+	mbps, stalled := tryRun(t, n, flows, warmup, window, sample)
+	if stalled >= 0 {
+		t.Fatalf("flow %d: the server had not received everything 60 s after the client stopped writing", stalled)
+	}
+	return mbps
+}
+
+// tryRun is run, except that an MPTCP flow whose data has not all arrived
+// 60 s after its client stopped writing is reported (its index, else -1)
+// rather than failed: on lossy paths the kernel's default scheduler can
+// leave megabytes queued on a subflow whose window a coupled CC cut to a
+// few packets while its sibling idles, for longer than that
+// (docs/results/pathctl.md, "The stall").
+func tryRun(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, sample func(end bool)) (mbps []float64, stalled int) {
+	t.Helper()
+	stalled = -1
 	srv := testkernel.Serve(t, n)
 
 	clients := make([]*xfer.Client, len(flows))
@@ -59,12 +77,16 @@ func run(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, 
 	if sample != nil {
 		sample(true)
 	}
-	mbps := make([]float64, len(flows))
+	mbps = make([]float64, len(flows))
 	for i, r := range recv {
 		mbps[i] = float64(r.Bytes()-start[i]) * 8 / window.Seconds() / 1e6
 	}
 	for i, c := range clients {
 		res, err := c.Wait()
+		if errors.Is(err, os.ErrDeadlineExceeded) && flows[i].mptcp && stalled < 0 {
+			stalled = i
+			continue
+		}
 		if err != nil {
 			t.Fatalf("flow %d: %v", i, err)
 		}
@@ -75,7 +97,7 @@ func run(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duration, 
 			t.Fatalf("flow %d ran %q, want %q", i, res.CC, flows[i].cc)
 		}
 	}
-	return mbps
+	return mbps, stalled
 }
 
 // retries bounds the re-runs over the whole package, so that a busy host
@@ -98,8 +120,18 @@ func (m *meter) run(n *topo.Net, flows []flow, warmup, window time.Duration, sam
 		if err != nil {
 			m.t.Fatal(err)
 		}
-		mbps := run(m.t, n, flows, warmup, window, sample)
+		mbps, stalled := tryRun(m.t, n, flows, warmup, window, sample)
 		stolen := w.Stolen()
+		if stalled >= 0 {
+			// Not a figure of the CC alone: run it again, within the
+			// package's re-run budget.
+			if retries == 0 {
+				m.t.Fatalf("flow %d: the server had not received everything 60 s after the client stopped writing (the default scheduler's stall, docs/results/pathctl.md), and no re-runs are left", stalled)
+			}
+			retries--
+			m.t.Logf("flow %d stalled: the server had not received everything 60 s after the client stopped writing (docs/results/pathctl.md, \"The stall\"): running it again", stalled)
+			continue
+		}
 		if stolen <= cpustat.MaxSteal || retries == 0 {
 			if stolen > cpustat.MaxSteal {
 				m.t.Logf("the host stole %.0f%% of the CPU time during this run; no re-runs left, keeping it", 100*stolen)

@@ -309,6 +309,10 @@ func (c *Client) run() {
 	_ = c.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 	var reply [16]byte
 	if _, err := io.ReadFull(c.conn, reply[:]); err != nil {
+		// Give up on it: abort (RST on close) rather than leave the kernel
+		// sending what is still queued, which would load the paths for
+		// whatever runs next.
+		_ = c.conn.SetLinger(0)
 		c.err = fmt.Errorf("reading the server's receipt: %w", err)
 		return
 	}
