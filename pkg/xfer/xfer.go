@@ -48,8 +48,16 @@ type Server struct {
 	ln    net.Listener
 	mu    sync.Mutex
 	conns map[netip.AddrPort]*Received
+	live  map[net.Conn]struct{} // connections still being served
 	wg    sync.WaitGroup
 }
+
+// closeGrace is how long Close lets unfinished connections run before it
+// aborts them. A connection whose client has gone without a word (an MPTCP
+// connection that stalled, then was reset over a path that lost the reset)
+// would otherwise keep Close, and the test or program behind it, waiting
+// forever on a read that never returns.
+var closeGrace = 5 * time.Second
 
 // Received is what one connection has delivered so far.
 type Received struct {
@@ -82,7 +90,7 @@ func Listen(ns string, addr netip.AddrPort, mptcp bool) (*Server, error) {
 
 // ListenWith is Listen with options.
 func ListenWith(ns string, addr netip.AddrPort, mptcp bool, o ServerOptions) (*Server, error) {
-	s := &Server{opts: o, conns: map[netip.AddrPort]*Received{}}
+	s := &Server{opts: o, conns: map[netip.AddrPort]*Received{}, live: map[net.Conn]struct{}{}}
 	ln, err := ListenIn(ns, addr, mptcp, nil)
 	if err != nil {
 		return nil, err
@@ -110,11 +118,15 @@ func (s *Server) accept() {
 		remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
 		s.mu.Lock()
 		s.conns[remote] = r
+		s.live[c] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			s.serve(c, r)
+			s.mu.Lock()
+			delete(s.live, c)
+			s.mu.Unlock()
 		}()
 	}
 }
@@ -189,10 +201,29 @@ func (s *Server) Conn(remote netip.AddrPort) (*Received, error) {
 	}
 }
 
-// Close stops accepting and waits for the connections to finish.
+// Close stops accepting and waits for the connections to finish; those
+// still open after closeGrace are aborted (their Received.Err says so).
 func (s *Server) Close() error {
 	err := s.ln.Close()
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return err
+	case <-time.After(closeGrace):
+	}
+	s.mu.Lock()
+	for c := range s.live {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	<-done
 	return err
 }
 

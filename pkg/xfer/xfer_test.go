@@ -1,6 +1,11 @@
 package xfer
 
-import "testing"
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
 
 // The server's check finds the first wrong byte wherever it falls,
 // including across the end of the repeated block.
@@ -25,5 +30,46 @@ func TestFirstDiff(t *testing.T) {
 	lost := append(stream(0, 1000), stream(2448, 1000)...)
 	if i := firstDiff(lost, 0); i < 1000 || i > 1010 {
 		t.Fatalf("segment lost at 1000: found %d", i)
+	}
+}
+
+// A client that goes silent without closing does not keep Close waiting:
+// after the grace period the server aborts the connection and says so.
+func TestCloseAbortsSilentConnection(t *testing.T) {
+	defer func(g time.Duration) { closeGrace = g }(closeGrace)
+	closeGrace = 200 * time.Millisecond
+	srv, err := Listen("", netip.MustParseAddrPort("127.0.0.1:0"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial("", netip.Addr{}, srv.Addr(), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(block[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := srv.Conn(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(c.LocalAddr().(*net.TCPAddr).Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() {
+		srv.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close still waiting 5 s after a 200 ms grace")
+	}
+	if took := time.Since(start); took < closeGrace {
+		t.Fatalf("Close returned after %v, before the grace of %v", took, closeGrace)
+	}
+	<-r.done
+	if r.Err == nil {
+		t.Fatal("the aborted connection's record has no error")
 	}
 }
