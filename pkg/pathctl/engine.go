@@ -20,8 +20,11 @@
 //     (every other subflow backup) for a trial; keep whichever mode's
 //     measured goodput is higher by more than the margin, else the one held.
 //     Hold it, then try the other again: a recovered path is noticed.
-//   - A best path whose goodput falls below half of what it had when it was
-//     chosen cuts the hold short (the path degraded).
+//   - Trials cost goodput when they lose, so a trial losing by twice the
+//     margin half-way ends there, and each trial lost in a row doubles the
+//     next hold (up to HoldMax): where nothing changes, trials grow rare.
+//   - A held mode whose goodput falls below half of what it had when it was
+//     chosen cuts the hold short (a path degraded) and starts a trial.
 //   - A stall (a subflow with data queued and no progress while a sibling
 //     idles: the default scheduler's failure mode) switches to best-path
 //     mode on the best sibling at once; a stalled best path switches back.
@@ -77,6 +80,7 @@ type Config struct {
 	Trial      int           // periods a trial measures, after it settled (default 4)
 	MaxSettle  int           // periods a trial may wait to settle at most (default 16)
 	Hold       int           // periods a chosen mode is held before the next trial (default 16)
+	HoldMax    int           // periods a hold may grow to after trials lost in a row (default 4 x Hold)
 	Margin     float64       // a trial must beat the held mode by this fraction (default 0.1)
 	RateWindow int           // periods the max delivery-rate filter spans (default 10)
 	StallAfter time.Duration // no progress with data queued for this long is a stall (default 1 s)
@@ -96,6 +100,8 @@ func (c Config) withDefaults() Config {
 	def(&c.Trial, 4)
 	def(&c.MaxSettle, 16)
 	def(&c.Hold, 16)
+	def(&c.HoldMax, 4*c.Hold)
+	c.HoldMax = max(c.HoldMax, c.Hold)
 	def(&c.RateWindow, 10)
 	if c.Margin <= 0 {
 		c.Margin = 0.1
@@ -147,7 +153,8 @@ type Engine struct {
 	held      Mode      // the mode to return to if a trial loses
 	heldBest  SubflowID //
 	heldRate  float64   // goodput of the held mode, bytes/s, measured before the trial
-	chosenAt  float64   // best-path goodput when best-path mode was chosen
+	chosenAt  float64   // goodput of the held mode when it was chosen (0: not measured yet)
+	lost      int       // trials lost in a row: the next hold is Hold << lost (at most HoldMax)
 	length    int       // steps the current phase lasts (a trial: once settled)
 	settled   bool      // a trial's measurement has begun
 	waited    int       // steps a trial has waited to settle
@@ -189,25 +196,35 @@ func (e *Engine) Step(s Sample) Decision {
 	if e.mode == Multipath && len(stalled) > 0 && len(idle) > 0 {
 		best := e.bestOf(idle)
 		e.enter(BestPath, best, holding, e.cfg.Hold)
-		e.chosenAt = 0
+		e.chosenAt, e.lost = 0, 0
 		return e.decision(live, true, fmt.Sprintf("stall: %s has data queued and no progress for %v while %s idles", stalled[0], e.cfg.StallAfter, best))
 	}
 	if e.mode == BestPath && contains(stalled, e.best) {
 		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
+		e.chosenAt, e.lost = 0, 0
 		return e.decision(live, true, fmt.Sprintf("stall: best path %s has data queued and no progress", e.best))
 	}
 	if e.mode == BestPath && !containsLive(live, e.best) {
 		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
+		e.chosenAt, e.lost = 0, 0
 		return e.decision(live, true, "best path closed")
 	}
 
 	switch e.phase {
 	case holding:
-		// A best path that lost half its goodput ends the hold early.
-		if e.mode == BestPath && e.chosenAt > 0 && e.steps >= e.cfg.Trial {
-			if r := e.rate(e.cfg.Trial); r < e.chosenAt/2 {
+		// A held mode that lost half its goodput ends the hold early. Its
+		// goodput when chosen is measured over the hold's first periods
+		// when the choice did not measure it (a stall, a move to another
+		// best path).
+		if e.steps >= e.cfg.Trial {
+			r := e.rate(e.cfg.Trial)
+			if e.chosenAt == 0 {
+				e.chosenAt = r
+			} else if r < e.chosenAt/2 {
+				was := e.mode
+				e.lost = 0
 				e.startTrial(live)
-				return e.decision(live, true, fmt.Sprintf("best path degraded: %.0f B/s against %.0f when chosen; trying multipath", r, e.chosenAt))
+				return e.decision(live, true, fmt.Sprintf("%s degraded: %.0f B/s against %.0f when chosen; trying %s", was, r, e.chosenAt, e.mode))
 			}
 		}
 		if e.steps < e.length {
@@ -227,14 +244,18 @@ func (e *Engine) Step(s Sample) Decision {
 			}
 			return e.decision(live, false, "trial settling")
 		}
+		early := false
 		if e.steps < e.length {
-			return e.decision(live, false, "trying")
-		}
-		trial := e.rate(e.length)
-		if trial > e.heldRate*(1+e.cfg.Margin) {
-			if e.mode == BestPath {
-				e.chosenAt = trial
+			// Half-way, a trial losing by twice the margin cannot win: end
+			// it rather than pay for the rest.
+			if e.steps < max(2, e.length/2) || e.rate(e.steps) >= e.heldRate*(1-2*e.cfg.Margin) {
+				return e.decision(live, false, "trying")
 			}
+			early = true
+		}
+		trial := e.rate(e.steps)
+		if !early && trial > e.heldRate*(1+e.cfg.Margin) {
+			e.chosenAt, e.lost = trial, 0
 			e.enter(e.mode, e.best, holding, e.cfg.Hold)
 			d := e.decision(live, false, fmt.Sprintf("%s wins: %.0f B/s against %.0f", e.mode, trial, e.heldRate))
 			d.Chosen = true
@@ -247,17 +268,37 @@ func (e *Engine) Step(s Sample) Decision {
 			// (the held one degraded while a backup path recovered).
 			best = e.bestOf(live)
 		}
-		e.enter(mode, best, holding, e.cfg.Hold)
-		reason := fmt.Sprintf("%s kept: trial %.0f B/s against %.0f", mode, trial, e.heldRate)
+		ran := e.steps
+		e.lost++
+		e.chosenAt = e.heldRate
+		e.enter(mode, best, holding, e.holdAfterLoss())
+		how := "trial"
+		if early {
+			how = fmt.Sprintf("trial ended after %d of %d periods at", ran, e.cfg.Trial)
+		}
+		reason := fmt.Sprintf("%s kept: %s %.0f B/s against %.0f", mode, how, trial, e.heldRate)
 		if mode == BestPath && best != e.heldBest {
-			reason = fmt.Sprintf("best-path kept, on %s now: multipath trial %.0f B/s against %.0f", best, trial, e.heldRate)
+			reason = fmt.Sprintf("best-path kept, on %s now: multipath %s %.0f B/s against %.0f", best, how, trial, e.heldRate)
 			e.chosenAt = 0 // measured anew over the next hold's first periods
+		}
+		if e.length > e.cfg.Hold {
+			reason += fmt.Sprintf("; %d trials lost in a row, holding %d periods", e.lost, e.length)
 		}
 		d := e.decision(live, true, reason)
 		d.Chosen = true
 		return d
 	}
 	return e.decision(live, false, "")
+}
+
+// holdAfterLoss is the hold after e.lost trials lost in a row: Hold
+// doubled for each, at most HoldMax.
+func (e *Engine) holdAfterLoss() int {
+	h := e.cfg.Hold
+	for i := 0; i < e.lost && h < e.cfg.HoldMax; i++ {
+		h *= 2
+	}
+	return min(h, e.cfg.HoldMax)
 }
 
 // startTrial measures the held mode over its last steps and switches to

@@ -121,22 +121,27 @@ func TestMarginKeepsHeldMode(t *testing.T) {
 
 // A path that degrades and recovers: the controller follows both ways
 // within a few seconds.
-func TestFollowsDegradationAndRecovery(t *testing.T) {
-	e := NewEngine(Config{})
-	f := newFakeNet(1e6, 3e5, 2.6e5)
+// holdingBestPath runs the engine 30 s where path A is best, then on until
+// a best-path hold on A begins, and returns the decision in force.
+func holdingBestPath(t *testing.T, e *Engine, f *fakeNet) Decision {
+	t.Helper()
 	run(t, e, f, 60)
-	if e.Mode() != BestPath || e.best != pathA {
-		t.Fatalf("after 30 s where A is best: %v on %v", e.Mode(), e.best)
-	}
-	// Degrade just as a hold begins, so only the degradation check (not
-	// the periodic re-probe, 8 s away) can end it in time.
 	d := Decision{Mode: e.Mode(), Best: e.best}
-	for i := 0; !(e.Mode() == BestPath && e.phase == holding && e.steps == 0); i++ {
+	for i := 0; !(e.Mode() == BestPath && e.best == pathA && e.phase == holding && e.steps == 0); i++ {
 		if i > 100 {
-			t.Fatal("never began a best-path hold")
+			t.Fatalf("no best-path hold on A began within 80 s where A is best (%v on %v)", e.Mode(), e.best)
 		}
 		d = e.Step(f.next(d))
 	}
+	return d
+}
+
+func TestFollowsDegradationAndRecovery(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	// Degrade just as a hold begins, so only the degradation check (not
+	// the periodic re-probe, 8 s or more away) can end it in time.
+	d := holdingBestPath(t, e, f)
 	// A collapses; multipath now beats A alone.
 	f.rateA, f.mp = 1e5, 4e5
 	var at int
@@ -208,10 +213,7 @@ func TestSingleSubflowNeverFlags(t *testing.T) {
 func TestBestPathClosedReturnsToMultipath(t *testing.T) {
 	e := NewEngine(Config{})
 	f := newFakeNet(1e6, 3e5, 2.6e5)
-	run(t, e, f, 60)
-	if e.Mode() != BestPath {
-		t.Fatal("setup: not in best-path mode")
-	}
+	holdingBestPath(t, e, f)
 	pathC := SubflowID{netip.MustParseAddrPort("10.0.2.1:1002"), netip.MustParseAddrPort("10.1.0.1:80")}
 	d := e.Step(Sample{At: f.t0.Add(time.Hour), Subflows: []SubflowSample{
 		{ID: pathB, BytesAcked: f.acked[pathB]}, {ID: pathC},
@@ -227,12 +229,8 @@ func TestBestPathClosedReturnsToMultipath(t *testing.T) {
 func TestMovesToRecoveredBackupPath(t *testing.T) {
 	e := NewEngine(Config{})
 	f := newFakeNet(1e6, 3e5, 2.6e5)
-	run(t, e, f, 60)
-	if e.Mode() != BestPath || e.best != pathA {
-		t.Fatalf("setup: %v on %v, want best-path on A", e.Mode(), e.best)
-	}
+	d := holdingBestPath(t, e, f)
 	f.rateA, f.rateB, f.mp = 1e5, 1e6, 2e5
-	d := Decision{Mode: e.Mode(), Best: e.best}
 	for i := 1; i <= 60; i++ {
 		d = e.Step(f.next(d))
 		if d.Chosen && d.Mode == BestPath && d.Best == pathB {
@@ -241,4 +239,83 @@ func TestMovesToRecoveredBackupPath(t *testing.T) {
 		}
 	}
 	t.Fatalf("still %v on %v after 30 s with B ten times A", e.Mode(), e.best)
+}
+
+// Where multipath keeps winning, each lost trial doubles the next hold up
+// to HoldMax, so trials grow rare: after the first few, one every 64
+// periods instead of every 16.
+func TestTrialsGrowRareWhereNothingChanges(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e6, 2e6)
+	d := Decision{Mode: Multipath}
+	var starts []int
+	best := 0
+	for i := 0; i < 400; i++ {
+		d = e.Step(f.next(d))
+		if d.Switched && d.Trial {
+			starts = append(starts, i)
+		}
+		if d.Mode == BestPath {
+			best++
+		}
+	}
+	if len(starts) < 3 {
+		t.Fatalf("only %d trials in 200 s", len(starts))
+	}
+	gap := starts[len(starts)-1] - starts[len(starts)-2]
+	if gap < e.cfg.HoldMax {
+		t.Errorf("trials at steps %v: the last gap is %d periods, want at least HoldMax (%d)", starts, gap, e.cfg.HoldMax)
+	}
+	share := float64(best) / 400
+	t.Logf("trials began at steps %v; best-path trials took %.1f%% of the time", starts, 100*share)
+	if share > trialShare/2 {
+		t.Errorf("best-path trials took %.0f%% of the time; without backing off it would be %.0f%%", 100*share, 100*trialShare)
+	}
+}
+
+// A trial losing by far ends half-way: the multipath trial where
+// multipath gets 26% of the best path is cut after 2 of its 4 periods.
+func TestLosingTrialEndsHalfWay(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	d := Decision{Mode: Multipath}
+	for i := 0; i < 100; i++ {
+		d = e.Step(f.next(d))
+		if d.Chosen && d.Mode == BestPath && e.lost > 0 {
+			if !strings.Contains(d.Reason, "ended after 2 of 4") {
+				t.Fatalf("the losing multipath trial was not cut half-way: %s", d.Reason)
+			}
+			return
+		}
+	}
+	t.Fatal("no multipath trial lost in 50 s where multipath gets 26% of the best path")
+}
+
+// Backing off does not make the controller slow to follow a change: the
+// held mode losing half its goodput starts a trial at once, and a trial
+// that wins brings the hold back to Hold.
+func TestDegradationCutsALongHold(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e6, 2e6)
+	run(t, e, f, 200)
+	if e.Mode() != Multipath || e.lost == 0 {
+		t.Fatalf("setup: %v with %d trials lost in a row, want multipath after lost trials", e.Mode(), e.lost)
+	}
+	// Path B collapses and drags multipath below path A alone.
+	f.rateB, f.mp = 1e5, 3e5
+	d := Decision{Mode: e.Mode()}
+	for i := 1; i <= 20; i++ {
+		d = e.Step(f.next(d))
+		if d.Chosen && d.Mode == BestPath {
+			if d.Best != pathA {
+				t.Fatalf("chose %v; A is the path left", d.Best)
+			}
+			if e.lost != 0 || e.length != e.cfg.Hold {
+				t.Fatalf("after a winning trial: %d lost in a row, hold %d; want 0 and %d", e.lost, e.length, e.cfg.Hold)
+			}
+			t.Logf("best-path on A after %d steps: %s", i, d.Reason)
+			return
+		}
+	}
+	t.Fatalf("still %v 10 s after multipath fell to 15%% of what it had", e.Mode())
 }
