@@ -6,7 +6,7 @@ import "strings"
 // switches by it (Cause).
 const (
 	CauseTrial    = "trial"    // a hold ended: the other mode is tried
-	CauseDegraded = "degraded" // the best path lost half its goodput: multipath is tried early
+	CauseDegraded = "degraded" // the held mode lost half its goodput: the other is tried early
 	CauseChosen   = "chosen"   // a trial ended and its mode won (no flag changes)
 	CauseKept     = "kept"     // a trial ended and lost: back to the mode held before
 	CauseStall    = "stall"    // a subflow stalled with data queued
@@ -31,7 +31,7 @@ func Cause(d Decision) string {
 		return ""
 	case strings.HasPrefix(d.Reason, "stall"):
 		return CauseStall
-	case strings.HasPrefix(d.Reason, "best path degraded"):
+	case strings.HasPrefix(d.Reason, BestPath.String()+" degraded"), strings.HasPrefix(d.Reason, Multipath.String()+" degraded"):
 		return CauseDegraded
 	case strings.HasPrefix(d.Reason, "trial of"):
 		return CauseTrial

@@ -35,7 +35,7 @@ func TestCauseOfEveryReason(t *testing.T) {
 	// multipath, which loses.
 	e := NewEngine(Config{})
 	f := newFakeNet(1e6, 3e5, 2.6e5)
-	d := drive(e, f, Decision{Mode: Multipath}, 60)
+	d := drive(e, f, Decision{Mode: Multipath}, 30)
 	// A collapses just as a hold begins: degraded, multipath tried.
 	for i := 0; !(e.Mode() == BestPath && e.phase == holding && e.steps == 0); i++ {
 		if i > 100 {
@@ -61,7 +61,7 @@ func TestCauseOfEveryReason(t *testing.T) {
 	// In best-path mode again, a subflow closes and leaves one.
 	e = NewEngine(Config{})
 	f = newFakeNet(1e6, 3e5, 2.6e5)
-	drive(e, f, Decision{Mode: Multipath}, 60)
+	holdingBestPath(t, e, f)
 	record(e.Step(Sample{At: f.t0.Add(time.Hour), Subflows: []SubflowSample{{ID: pathB, BytesAcked: f.acked[pathB]}}}))
 
 	// Aggregation works: the trial of best-path loses.

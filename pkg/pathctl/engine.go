@@ -25,9 +25,10 @@
 //     next hold (up to HoldMax): where nothing changes, trials grow rare.
 //   - A held mode whose goodput falls below half of what it had when it was
 //     chosen cuts the hold short (a path degraded) and starts a trial.
-//   - A stall (a subflow with data queued and no progress while a sibling
-//     idles: the default scheduler's failure mode) switches to best-path
-//     mode on the best sibling at once; a stalled best path switches back.
+//   - A stall (a subflow whose queue would take longer than StallDrain to
+//     drain at its pace, while a sibling idles: the default scheduler's
+//     failure mode) switches to best-path mode on the best sibling at once;
+//     a stalled best path switches back.
 package pathctl
 
 import (
@@ -83,7 +84,8 @@ type Config struct {
 	HoldMax    int           // periods a hold may grow to after trials lost in a row (default 4 x Hold)
 	Margin     float64       // a trial must beat the held mode by this fraction (default 0.1)
 	RateWindow int           // periods the max delivery-rate filter spans (default 10)
-	StallAfter time.Duration // no progress with data queued for this long is a stall (default 1 s)
+	StallAfter time.Duration // a queue must last this long, and its pace is measured over it, for a stall (default 1 s)
+	StallDrain time.Duration // a queue that would take this long to drain at its subflow's pace is a stall (default 8 s)
 	MinQueued  uint32        // bytes queued for a stall to count (default 64 KiB)
 }
 
@@ -108,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StallAfter <= 0 {
 		c.StallAfter = time.Second
+	}
+	if c.StallDrain <= 0 {
+		c.StallDrain = 8 * time.Second
 	}
 	if c.MinQueued == 0 {
 		c.MinQueued = 64 << 10
@@ -134,10 +139,34 @@ const (
 )
 
 type subflowState struct {
-	rates     []uint64 // delivery rate per period, newest last (the max filter)
-	acked     uint64
-	lastMoved time.Time // last time its bytes_acked grew
-	seen      bool
+	rates       []uint64 // delivery rate per period, newest last (the max filter)
+	acked       uint64
+	queuedSince time.Time // since when it has had MinQueued or more queued (zero: not now)
+	recent      []ackedAt // bytes_acked over the last StallAfter or so, oldest first
+	seen        bool
+}
+
+type ackedAt struct {
+	at    time.Time
+	acked uint64
+}
+
+// stuck: the subflow has had MinQueued or more queued for StallAfter, and
+// at the pace it delivered over that time its queue would take StallDrain
+// or longer to drain. A window cut to a few packets on a slow, lossy path
+// with a megabyte queued trickles along, but the receiver waits on it all
+// the same.
+func (st *subflowState) stuck(at time.Time, notSent uint32, cfg Config) bool {
+	if st.queuedSince.IsZero() || at.Sub(st.queuedSince) < cfg.StallAfter || len(st.recent) < 2 {
+		return false
+	}
+	first, last := st.recent[0], st.recent[len(st.recent)-1]
+	span := last.at.Sub(first.at)
+	if span <= 0 {
+		return false
+	}
+	pace := float64(last.acked-first.acked) / span.Seconds() // bytes/s
+	return pace*cfg.StallDrain.Seconds() <= float64(notSent)
 }
 
 // Engine decides for one connection. It is not safe for concurrent use.
@@ -197,12 +226,12 @@ func (e *Engine) Step(s Sample) Decision {
 		best := e.bestOf(idle)
 		e.enter(BestPath, best, holding, e.cfg.Hold)
 		e.chosenAt, e.lost = 0, 0
-		return e.decision(live, true, fmt.Sprintf("stall: %s has data queued and no progress for %v while %s idles", stalled[0], e.cfg.StallAfter, best))
+		return e.decision(live, true, fmt.Sprintf("stall: %s has a queue it would take more than %v to drain while %s idles", stalled[0], e.cfg.StallDrain, best))
 	}
 	if e.mode == BestPath && contains(stalled, e.best) {
 		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
 		e.chosenAt, e.lost = 0, 0
-		return e.decision(live, true, fmt.Sprintf("stall: best path %s has data queued and no progress", e.best))
+		return e.decision(live, true, fmt.Sprintf("stall: best path %s has a queue it would take more than %v to drain", e.best, e.cfg.StallDrain))
 	}
 	if e.mode == BestPath && !containsLive(live, e.best) {
 		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
@@ -282,7 +311,7 @@ func (e *Engine) Step(s Sample) Decision {
 			e.chosenAt = 0 // measured anew over the next hold's first periods
 		}
 		if e.length > e.cfg.Hold {
-			reason += fmt.Sprintf("; %d trials lost in a row, holding %d periods", e.lost, e.length)
+			reason += fmt.Sprintf("; %d lost in a row, holding %d periods", e.lost, e.length)
 		}
 		d := e.decision(live, true, reason)
 		d.Chosen = true
@@ -365,21 +394,27 @@ func (e *Engine) observe(s Sample) (bytes uint64, stalled, idle []SubflowID) {
 		seen[sf.ID] = true
 		st := e.subflows[sf.ID]
 		if st == nil {
-			st = &subflowState{lastMoved: s.At}
+			st = &subflowState{}
 			e.subflows[sf.ID] = st
 		}
 		if st.seen && sf.BytesAcked > st.acked {
 			bytes += sf.BytesAcked - st.acked
 		}
-		if !st.seen || sf.BytesAcked > st.acked {
-			st.lastMoved = s.At
-		}
 		st.acked, st.seen = sf.BytesAcked, true
+		st.recent = append(st.recent, ackedAt{s.At, sf.BytesAcked})
+		for len(st.recent) > 2 && s.At.Sub(st.recent[1].at) >= e.cfg.StallAfter {
+			st.recent = st.recent[1:]
+		}
+		if sf.NotSent < e.cfg.MinQueued {
+			st.queuedSince = time.Time{}
+		} else if st.queuedSince.IsZero() {
+			st.queuedSince = s.At
+		}
 		st.rates = append(st.rates, sf.DeliveryRate)
 		if len(st.rates) > e.cfg.RateWindow {
 			st.rates = st.rates[1:]
 		}
-		if sf.NotSent >= e.cfg.MinQueued && s.At.Sub(st.lastMoved) >= e.cfg.StallAfter {
+		if st.stuck(s.At, sf.NotSent, e.cfg) {
 			stalled = append(stalled, sf.ID)
 		} else if sf.NotSent == 0 {
 			idle = append(idle, sf.ID)

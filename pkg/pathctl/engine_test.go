@@ -198,6 +198,40 @@ func TestStallSwitchesAtOnce(t *testing.T) {
 	t.Fatalf("no switch after 2 s of stall: %+v", d)
 }
 
+// The stall as it shows on lossy paths: the stuck subflow is not silent, it
+// trickles (a window of a few packets over a long RTT), but at 15 KB/s its
+// 970 KB queue would take a minute to drain. That is a stall too. A slow
+// subflow that drains its queue in a couple of seconds is not.
+func TestTrickleIsAStallASlowQueueIsNot(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		pace, queued uint64 // bytes/s the queued subflow delivers, bytes queued
+		stall        bool
+	}{
+		{"trickle", 15e3, 970 << 10, true},
+		{"slow path draining", 125e3, 300 << 10, false},
+	} {
+		e := NewEngine(Config{})
+		t0 := time.Unix(0, 0)
+		switched := false
+		for i := 0; i <= 8; i++ {
+			s := Sample{At: t0.Add(time.Duration(i) * 500 * time.Millisecond), Subflows: []SubflowSample{
+				{ID: pathA, DeliveryRate: c.pace, BytesAcked: 1000 + uint64(i)*c.pace/2, NotSent: uint32(c.queued)},
+				{ID: pathB, DeliveryRate: 1e6, BytesAcked: 5000}, // idle
+			}}
+			if d := e.Step(s); d.Switched && strings.HasPrefix(d.Reason, "stall") {
+				switched = true
+				if d.Best != pathB {
+					t.Fatalf("%s: stall decision %+v: want best-path on the idle sibling", c.name, d)
+				}
+			}
+		}
+		if switched != c.stall {
+			t.Errorf("%s (%d B/s, %d B queued): stall seen %v, want %v", c.name, c.pace, c.queued, switched, c.stall)
+		}
+	}
+}
+
 // One subflow: nothing to choose, never a backup flag.
 func TestSingleSubflowNeverFlags(t *testing.T) {
 	e := NewEngine(Config{})
