@@ -9,8 +9,6 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
-	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
@@ -41,31 +39,11 @@ func badPaths(t *testing.T, userspacePM bool, d time.Duration) (*topo.Net, *xfer
 	t.Helper()
 	n := testkernel.HurtingPaths(t, !userspacePM)
 	if userspacePM {
-		if err := netns.Exec(n.Client, "sysctl", "-q", "-w", "net.mptcp.pm_type=1"); err != nil {
-			t.Fatal(err)
-		}
+		c, token := userspaceTransfer(t, n, xfer.Options{For: d})
+		return n, c, token
 	}
-	srv, c := testkernel.Transfer(t, n, xfer.Options{For: d})
+	_, c := testkernel.Transfer(t, n, xfer.Options{For: d})
 	token := testkernel.Token(t, n.Client, c.Local())
-	if userspacePM {
-		pm, err := mptcpnl.DialNS(n.Client)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pm.Close()
-		// The kernel opens subflows only once the connection is fully
-		// established (ENOTCONN before): retry for a moment.
-		var err2 error
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if err2 = pm.CreateSubflow(token, topo.ClientAddr(1), srv.Addr()); err2 == nil {
-				break
-			}
-		}
-		if err2 != nil {
-			c.Wait() // let the sink close before the network goes
-			t.Fatal(err2)
-		}
-	}
 	return n, c, token
 }
 
