@@ -19,9 +19,9 @@ func TestParseMPTCPMIB(t *testing.T) {
 		t.Fatalf("%v", m)
 	}
 	for _, bad := range []string{
-		"TcpExt: A\nTcpExt: 1\n",                    // no MPTCP
-		"MPTcpExt: A B\nMPTcpExt: 1\n",              // short
-		"MPTcpExt: A\nMPTcpExt: x\n",                // not a number
+		"TcpExt: A\nTcpExt: 1\n",       // no MPTCP
+		"MPTcpExt: A B\nMPTcpExt: 1\n", // short
+		"MPTcpExt: A\nMPTcpExt: x\n",   // not a number
 	} {
 		if _, err := parseMPTCPMIB(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
