@@ -97,6 +97,10 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 ente
 	s->pacing_rate = sk->sk_pacing_rate;
 	s->coupled = ca->coupled;
 	s->repairs = ca->repairs;
+	if (sk->sk_pacing_status != SK_PACING_NONE) /* ours, or an fq qdisc's */
+		s->flags |= MPCC_F_PACED;
+	else
+		s->flags &= ~MPCC_F_PACED;
 	if (npaths)
 		s->npaths = npaths;
 	s->updated_ns = bpf_ktime_get_ns();

@@ -105,6 +105,14 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 
 	if (mpcc_params()->lisa)
 		mpcc_lisa_join(sk);
+	/* params.pacing: each subflow spreads its window over the RTT instead
+	 * of sending it in bursts. Measured at a drop-tail queue shared with
+	 * a TCP flow, two unpaced subflows lost about 3x as many packets per
+	 * packet sent as the TCP flow; paced, about as many
+	 * (docs/results/fairness.md). The kernel's own TCP pacing
+	 * (tcp_needs_internal_pacing) does it where no fq qdisc does. */
+	if (mpcc_params()->pacing && sk->sk_pacing_status == SK_PACING_NONE)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
 	mpcc_seen(ca, tcp_sk(sk)->snd_cwnd);
 	mpcc_update(sk, 0, MPCC_STATE_NOW);
 }

@@ -28,12 +28,14 @@ enum mpcc_algo {
 /* mpcc_subflow.flags */
 #define MPCC_F_MPTCP 1
 #define MPCC_F_BACKUP 2
+#define MPCC_F_PACED 4 /* the kernel paces the subflow (sk_pacing_status) */
 
 struct mpcc_params {
 	__u32 lisa;          /* 1: LISA linked slow start for joining subflows */
 	__u32 rsf_target_us; /* RSF: target queueing delay d, microseconds */
 	__u32 trace;         /* 1: emit every decision to the trace ring buffer */
 	__u32 algo;          /* enum mpcc_algo, for `mptcp-cc list` (unused by BPF) */
+	__u32 pacing;        /* 1: the kernel paces each subflow (cc_skel.h, mpcc_init) */
 };
 
 /* Value of the subflows map: one live subflow. Addresses in network order,

@@ -18,6 +18,7 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 	lisa := fs.Bool("lisa", false, "LISA linked slow start for joining subflows")
 	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "RSF target queueing delay d")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
+	pacing := fs.Bool("pacing", false, "pace each subflow at about its window per RTT (the kernel's TCP pacing) instead of sending in bursts")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *algo == "" {
@@ -30,7 +31,7 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 		if err := checkPinRoot(*root, true); err != nil {
 			return err
 		}
-		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace}}
+		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace, Pacing: *pacing}}
 		if err := cc.Load(a, opts); err != nil {
 			return err
 		}
@@ -91,13 +92,14 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 				LISA        bool    `json:"lisa"`
 				RSFTargetMs float64 `json:"rsf_target_ms"`
 				Trace       bool    `json:"trace"`
+				Pacing      bool    `json:"pacing"`
 				Subflows    int     `json:"subflows"`
 				Registered  bool    `json:"registered"`
 				PinDir      string  `json:"pin_dir"`
 			}
 			list := []entry{}
 			for _, l := range loaded {
-				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, snap.Count(l.Name), l.Registered, l.PinDir})
+				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Params.Pacing, snap.Count(l.Name), l.Registered, l.PinDir})
 			}
 			return cli.WriteJSON(out, list)
 		}
@@ -121,6 +123,9 @@ func describeParams(algo string, p cc.Params) string {
 	s := fmt.Sprintf("lisa=%v", p.LISA)
 	if algo == "rsf" {
 		s += fmt.Sprintf(" target=%v", p.RSFTarget)
+	}
+	if p.Pacing {
+		s += " pacing"
 	}
 	if p.Trace {
 		s += " trace"

@@ -29,10 +29,13 @@ import (
 // FAIRNESS selects the cells: "quick" (default: 1 and 40 ms, one BDP and
 // a 100-packet queue, 2 subflows, Reno reference, 2 runs), or a list such
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
-// runs=3 cc=reno,lia,olia,balia,rsf". Each cell also reports, per MPTCP
-// subflow, how much of the time tcp_info says it was limited by the
-// receive window or the send buffer (the kernel's chrono counters): the
-// candidates for a connection that cannot fill its windows.
+// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced" (ALGO:paced: loaded with
+// cc.Params.Pacing). Each cell also reports, per MPTCP subflow, how
+// much of the time tcp_info says it was limited by the receive window or
+// the send buffer (the kernel's chrono counters): the candidates for a
+// connection that cannot fill its windows; and the packets retransmitted
+// per 1000 sent, by the MPTCP subflows and by the TCP flow: at one shared
+// drop-tail queue the two should lose alike.
 func TestBenchFairness(t *testing.T) {
 	testenv.Bench(t)
 	m := parseMatrix(t, os.Getenv("FAIRNESS"))
@@ -40,12 +43,13 @@ func TestBenchFairness(t *testing.T) {
 	names := map[string]string{"reno": "reno"}
 	for _, a := range m.ccs {
 		if a != "reno" {
-			names[a] = testkernel.Load(t, root, a, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+			algo, paced := strings.CutSuffix(a, ":paced")
+			names[a] = testkernel.Load(t, root, algo, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: paced})
 		}
 	}
 	const rate = 20e6
 	var out strings.Builder
-	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, rttMs := range m.rtts {
 		for _, q := range m.queues {
 			oneWay := time.Duration(rttMs * float64(time.Millisecond) / 2)
@@ -62,12 +66,12 @@ func TestBenchFairness(t *testing.T) {
 					cases := append([]string{"1sf"}, m.ccs...)
 					for _, c := range cases {
 						ratios, lim := fairnessCell(t, n, c, names, ref, m.runs)
-						fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %.0f / %.0f |\n",
+						fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %.0f / %.0f | %.2f / %.2f |\n",
 							rttMs, q.name, queue, nsub, ref, c, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-							pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd)
-						t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %.0f/%.0f)",
+							pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
+						t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %.0f/%.0f, retransmitted per 1000 %.2f/%.2f)",
 							rttMs, q.name, nsub, ref, c, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-							pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd)
+							pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
 					}
 				}
 			}
@@ -90,6 +94,8 @@ type limits struct {
 	rwnd, sndbuf    float64
 	cwndFull, queue float64 // fraction of subflow samples
 	mpCwnd, tcpCwnd float64 // mean window, summed over the subflows / the TCP flow
+	// packets retransmitted per 1000 sent, by the MPTCP subflows / the TCP flow
+	mpRetrans, tcpRetrans float64
 }
 
 // fairnessCell runs one case several times. c is "1sf" (MPTCP with a
@@ -129,6 +135,8 @@ func fairnessCell(t *testing.T, n *topo.Net, c string, names map[string]string, 
 		f := float64(runs)
 		lim.rwnd += l.rwnd / f
 		lim.sndbuf += l.sndbuf / f
+		lim.mpRetrans += l.mpRetrans / f
+		lim.tcpRetrans += l.tcpRetrans / f
 		lim.cwndFull += smp.cwndFull() / f
 		lim.queue += smp.queued() / f
 		lim.mpCwnd += smp.mpCwnd() / f
@@ -155,26 +163,35 @@ func singleSubflow(t *testing.T, n *topo.Net, on bool) func() {
 
 // chronoLimits is the part of the busy time the MPTCP subflows spent
 // limited by the receive window and by the send buffer, between two dumps
-// (tcp_info's chrono counters, in microseconds).
+// (tcp_info's chrono counters, in microseconds), and the packets the
+// subflows and the TCP flow retransmitted per 1000 they sent.
 func chronoLimits(before, after []sockdiag.Socket) limits {
 	prev := map[string]unix.TCPInfo{}
 	for _, s := range before {
 		prev[s.Local.String()+s.Remote.String()] = s.Info
 	}
 	var busy, rwnd, sndbuf float64
+	var sent, retrans [2]float64 // [0] MPTCP subflows, [1] TCP
 	for _, s := range after {
-		if !s.MPTCP {
-			continue
+		p, ok := prev[s.Local.String()+s.Remote.String()]
+		if !ok || s.Info.Bytes_sent == 0 {
+			continue // a subflow born in the window, or the server side
 		}
-		p := prev[s.Local.String()+s.Remote.String()]
-		busy += float64(s.Info.Busy_time - p.Busy_time)
-		rwnd += float64(s.Info.Rwnd_limited - p.Rwnd_limited)
-		sndbuf += float64(s.Info.Sndbuf_limited - p.Sndbuf_limited)
+		i := 1
+		if s.MPTCP {
+			i = 0
+			busy += float64(s.Info.Busy_time - p.Busy_time)
+			rwnd += float64(s.Info.Rwnd_limited - p.Rwnd_limited)
+			sndbuf += float64(s.Info.Sndbuf_limited - p.Sndbuf_limited)
+		}
+		sent[i] += float64(s.Info.Data_segs_out - p.Data_segs_out)
+		retrans[i] += float64(s.Info.Total_retrans - p.Total_retrans)
 	}
-	if busy == 0 {
-		return limits{}
+	l := limits{mpRetrans: 1000 * retrans[0] / max(sent[0], 1), tcpRetrans: 1000 * retrans[1] / max(sent[1], 1)}
+	if busy > 0 {
+		l.rwnd, l.sndbuf = rwnd/busy, sndbuf/busy
 	}
-	return limits{rwnd: rwnd / busy, sndbuf: sndbuf / busy}
+	return l
 }
 
 type queueSize struct {

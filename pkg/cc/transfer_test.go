@@ -25,8 +25,8 @@ func TestTwoPathTransferEach(t *testing.T) {
 				mid = append(mid, len(subs))
 				for _, s := range subs {
 					tokens[s.Token] = true
-					if !s.MPTCP || s.Paths != 2 || s.Cwnd == 0 || s.SRTT == 0 {
-						t.Errorf("subflow %+v: want an MPTCP subflow coupled with 2 paths", s)
+					if !s.MPTCP || s.Paths != 2 || s.Cwnd == 0 || s.SRTT == 0 || s.Paced {
+						t.Errorf("subflow %+v: want an unpaced MPTCP subflow coupled with 2 paths", s)
 					}
 				}
 			})
@@ -38,6 +38,29 @@ func TestTwoPathTransferEach(t *testing.T) {
 			}
 			waitEmpty(t, root, name)
 		})
+	}
+}
+
+// Pacing asks the kernel to pace each subflow, and only then is it paced:
+// the kernel's own pacing status of each subflow, as the program reads it
+// back.
+func TestPacingParam(t *testing.T) {
+	root := testkernel.PinRoot(t)
+	n := testkernel.TwoPaths(t, 50e6)
+	for _, pacing := range []bool{true, false} {
+		name := testkernel.Load(t, root, "lia", cc.Params{Pacing: pacing})
+		var seen int
+		run(t, n, []flow{{path: 0, mptcp: true, cc: name}}, time.Second, time.Second, func(end bool) {
+			for _, s := range testkernel.Subflows(t, root, name) {
+				seen++
+				if s.Paced != pacing {
+					t.Errorf("loaded with Pacing %v, subflow %v reports paced %v", pacing, s.Local, s.Paced)
+				}
+			}
+		})
+		if seen == 0 {
+			t.Fatalf("Pacing %v: no subflow seen", pacing)
+		}
 	}
 }
 

@@ -142,11 +142,12 @@ type Algorithm struct {
 	LISA      bool          `yaml:"lisa,omitempty"`
 	RSFTarget time.Duration `yaml:"rsf_target,omitempty"` // default 10ms
 	Trace     bool          `yaml:"trace,omitempty"`
+	Pacing    bool          `yaml:"pacing,omitempty"`
 }
 
 // Params are the load-time parameters of the entry.
 func (a Algorithm) Params() cc.Params {
-	return cc.Params{LISA: a.LISA, RSFTarget: a.RSFTarget, Trace: a.Trace}
+	return cc.Params{LISA: a.LISA, RSFTarget: a.RSFTarget, Trace: a.Trace, Pacing: a.Pacing}
 }
 
 // Policy gives the processes of a cgroup (and its descendants) a

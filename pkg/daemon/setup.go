@@ -122,7 +122,7 @@ func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded
 	if err := cc.Load(alg, cc.Options{Name: a.Name, PinRoot: root, Params: a.Params()}); err != nil {
 		return "", fmt.Errorf("%s: loading %s as %s: %w", field, a.Algo, a.Name, err)
 	}
-	log.Info("loaded", "name", a.Name, "algo", a.Algo, "lisa", a.LISA, "rsf_target", a.RSFTarget)
+	log.Info("loaded", "name", a.Name, "algo", a.Algo, "lisa", a.LISA, "rsf_target", a.RSFTarget, "pacing", a.Pacing)
 	return actLoaded, nil
 }
 

@@ -59,6 +59,7 @@ const RawSize = int(unsafe.Sizeof(Raw{}))
 const (
 	flagMPTCP  = 1
 	flagBackup = 2
+	flagPaced  = 4
 	afInet6    = 10
 )
 
@@ -78,6 +79,9 @@ type Subflow struct {
 	Backup bool `json:"backup"`
 	// BackupRemote: the peer flagged it backup (JoinKernel only).
 	BackupRemote bool `json:"backup_remote"`
+	// Paced: the kernel paces the subflow (its own TCP pacing, which the
+	// congestion control asked for, or an fq qdisc's).
+	Paced bool `json:"paced"`
 
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
@@ -133,7 +137,7 @@ func (r Raw) Decode(cc, algo, coupledName string) Subflow {
 	s := Subflow{
 		CC: cc, Algo: algo, ID: r.ID, Token: r.Token, SubflowID: r.SubflowID,
 		LocalID: r.LocalID, RemoteID: r.RemoteID,
-		MPTCP: r.Flags&flagMPTCP != 0, Backup: r.Flags&flagBackup != 0,
+		MPTCP: r.Flags&flagMPTCP != 0, Backup: r.Flags&flagBackup != 0, Paced: r.Flags&flagPaced != 0,
 		Cwnd: r.Cwnd, Ssthresh: r.Ssthresh,
 		SRTT:     time.Duration(r.SRTTUs) * time.Microsecond,
 		RTTVar:   time.Duration(r.RTTVarUs) * time.Microsecond,
