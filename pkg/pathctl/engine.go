@@ -184,11 +184,14 @@ type Engine struct {
 	heldRate  float64   // goodput of the held mode, bytes/s, measured before the trial
 	chosenAt  float64   // goodput of the held mode when it was chosen (0: not measured yet)
 	lost      int       // trials lost in a row: the next hold is Hold << lost (at most HoldMax)
-	length    int       // steps the current phase lasts (a trial: once settled)
-	settled   bool      // a trial's measurement has begun
-	waited    int       // steps a trial has waited to settle
-	last      time.Time
-	subflows  map[SubflowID]*subflowState
+	// afterChange: the trial under way was started by a degradation, so
+	// something changed; losing it is no reason to probe less.
+	afterChange bool
+	length      int  // steps the current phase lasts (a trial: once settled)
+	settled     bool // a trial's measurement has begun
+	waited      int  // steps a trial has waited to settle
+	last        time.Time
+	subflows    map[SubflowID]*subflowState
 }
 
 // NewEngine starts in multipath mode, warming up.
@@ -229,9 +232,10 @@ func (e *Engine) Step(s Sample) Decision {
 		return e.decision(live, true, fmt.Sprintf("stall: %s has a queue it would take more than %v to drain while %s idles", stalled[0], e.cfg.StallDrain, best))
 	}
 	if e.mode == BestPath && contains(stalled, e.best) {
+		was := e.best
 		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
 		e.chosenAt, e.lost = 0, 0
-		return e.decision(live, true, fmt.Sprintf("stall: best path %s has a queue it would take more than %v to drain", e.best, e.cfg.StallDrain))
+		return e.decision(live, true, fmt.Sprintf("stall: best path %s has a queue it would take more than %v to drain", was, e.cfg.StallDrain))
 	}
 	if e.mode == BestPath && !containsLive(live, e.best) {
 		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
@@ -253,6 +257,7 @@ func (e *Engine) Step(s Sample) Decision {
 				was := e.mode
 				e.lost = 0
 				e.startTrial(live)
+				e.afterChange = true
 				return e.decision(live, true, fmt.Sprintf("%s degraded: %.0f B/s against %.0f when chosen; trying %s", was, r, e.chosenAt, e.mode))
 			}
 		}
@@ -294,11 +299,17 @@ func (e *Engine) Step(s Sample) Decision {
 		if mode == BestPath {
 			// The multipath trial just measured every path's delivery rate
 			// afresh: the best path to return to may be another one now
-			// (the held one degraded while a backup path recovered).
-			best = e.bestOf(live)
+			// (the held one degraded while a backup path recovered). Only
+			// the trial's own periods count: older samples would still show
+			// a degraded path at its former rate.
+			best = e.bestOfLast(live, max(e.steps, 1))
 		}
 		ran := e.steps
-		e.lost++
+		if e.afterChange {
+			e.lost = 0
+		} else {
+			e.lost++
+		}
 		e.chosenAt = e.heldRate
 		e.enter(mode, best, holding, e.holdAfterLoss())
 		how := "trial"
@@ -344,6 +355,7 @@ func (e *Engine) startTrial(live []SubflowID) {
 
 func (e *Engine) enter(m Mode, best SubflowID, p phase, length int) {
 	e.mode, e.best, e.phase, e.length = m, best, p, length
+	e.afterChange = false
 	e.settled, e.waited = p != trying, 0
 	e.resetPhase()
 }
@@ -441,13 +453,16 @@ func (e *Engine) live(s Sample) []SubflowID {
 
 // bestOf is the subflow with the highest windowed-max delivery rate; ties
 // go to the first in address order, so decisions are reproducible.
-func (e *Engine) bestOf(ids []SubflowID) SubflowID {
+func (e *Engine) bestOf(ids []SubflowID) SubflowID { return e.bestOfLast(ids, e.cfg.RateWindow) }
+
+// bestOfLast is bestOf over the last n periods' delivery rates only.
+func (e *Engine) bestOfLast(ids []SubflowID, n int) SubflowID {
 	var best SubflowID
 	var top uint64
 	for i, id := range ids {
 		var m uint64
 		if st := e.subflows[id]; st != nil {
-			for _, r := range st.rates {
+			for _, r := range st.rates[max(0, len(st.rates)-n):] {
 				m = max(m, r)
 			}
 		}

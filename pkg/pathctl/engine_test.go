@@ -198,6 +198,53 @@ func TestStallSwitchesAtOnce(t *testing.T) {
 	t.Fatalf("no switch after 2 s of stall: %+v", d)
 }
 
+// The best path collapses, multipath is no better, and the other path
+// alone is: after the multipath trial the controller moves to the other
+// path at once - the trial's own measurement, not a window that still
+// holds the collapsed path's old rate - and, since the trial followed a
+// change, the next hold is not backed off.
+func TestCollapsedBestPathMovesToTheOther(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	d := holdingBestPath(t, e, f)
+	f.rateA, f.mp = 1e5, 0.9e5
+	for i := 1; i <= 20; i++ {
+		d = e.Step(f.next(d))
+		if d.Chosen {
+			if d.Mode != BestPath || d.Best != pathB {
+				t.Fatalf("after A collapsed: %v on %v (%s); want best-path on B", d.Mode, d.Best, d.Reason)
+			}
+			if e.length != e.cfg.Hold {
+				t.Fatalf("hold after a trial that followed a change: %d periods, want %d", e.length, e.cfg.Hold)
+			}
+			t.Logf("on B after %d steps: %s", i, d.Reason)
+			return
+		}
+	}
+	t.Fatalf("no choice 10 s after the best path collapsed: %v on %v", e.Mode(), e.best)
+}
+
+// A best path that stalls returns the connection to multipath, and the
+// reason names that path.
+func TestStalledBestPathReturnsToMultipath(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 3e5, 2.6e5)
+	holdingBestPath(t, e, f)
+	var d Decision
+	for i := 1; i <= 4; i++ {
+		d = e.Step(Sample{At: f.t0.Add(time.Hour + time.Duration(i)*500*time.Millisecond), Subflows: []SubflowSample{
+			{ID: pathA, DeliveryRate: 1e4, BytesAcked: f.acked[pathA] + uint64(i), NotSent: 970 << 10}, // the best path, stuck
+			{ID: pathB, DeliveryRate: 3e5, BytesAcked: f.acked[pathB]},                                 // idle backup
+		}})
+		if d.Switched {
+			break
+		}
+	}
+	if d.Mode != Multipath || !strings.Contains(d.Reason, pathA.String()) {
+		t.Fatalf("after the best path stalled: %+v; want multipath, the reason naming %v", d, pathA)
+	}
+}
+
 // The stall as it shows on lossy paths: the stuck subflow is not silent, it
 // trickles (a window of a few packets over a long RTT), but at 15 KB/s its
 // 970 KB queue would take a minute to drain. That is a stall too. A slow
