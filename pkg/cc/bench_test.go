@@ -35,6 +35,7 @@ func TestBenchGoodput(t *testing.T) {
 	n := testkernel.TwoPaths(t, 0)
 	ccs := []string{"reno"}
 	label := map[string]string{"reno": "reno (built-in)"}
+	paced := map[string]bool{} // reported, not held to the goal: pacing is the cost measured
 	// Each algorithm as loaded by default and with pacing: what pacing
 	// costs at tens of Gbit/s, where it runs a timer per burst.
 	for _, a := range cc.Algorithms() {
@@ -43,6 +44,7 @@ func TestBenchGoodput(t *testing.T) {
 		label[name] = a.Name + " (BPF)"
 		name = testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: true})
 		ccs = append(ccs, name)
+		paced[name] = true
 		label[name] = a.Name + " paced"
 	}
 	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoVerify: true})
@@ -95,7 +97,7 @@ func TestBenchGoodput(t *testing.T) {
 			share = fmt.Sprintf("%.2f%%", 100*progNs[name]/1e9/busyTotal[name])
 		}
 		fmt.Fprintf(&b, "%-18s %10.2f %7.0f%% %14.3f %7.0f%% %12s %10s\n", label[name], g, 100*g/reno, c, 100*c/renoCPU, perCall, share)
-		if name != "reno" && g < 0.95*reno {
+		if name != "reno" && !paced[name] && g < 0.95*reno {
 			t.Errorf("%s reached %.0f%% of built-in Reno's goodput, goal >= 95%%", label[name], 100*g/reno)
 		}
 	}
