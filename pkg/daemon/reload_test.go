@@ -100,8 +100,8 @@ policies:
   - {cgroup: batch, cc: mptcp_olia}
   - {cgroup: /cg/web, cc: cubic, dst: 192.0.2.0/24, dst_port: 443}
 `, []string{
-			"update mptcp_olia in place: {LISA:false RSFTarget:10ms Trace:false} -> {LISA:true RSFTarget:10ms Trace:false}",
-			"update mptcp_rsf in place: {LISA:false RSFTarget:20ms Trace:false} -> {LISA:false RSFTarget:30ms Trace:true}",
+			"update mptcp_olia in place: {LISA:false RSFTarget:10ms Trace:false Pacing:false} -> {LISA:true RSFTarget:10ms Trace:false Pacing:false}",
+			"update mptcp_rsf in place: {LISA:false RSFTarget:20ms Trace:false Pacing:false} -> {LISA:false RSFTarget:30ms Trace:true Pacing:false}",
 			"replace keep_lia: lia -> olia (unload, then load)",
 		}, ""},
 		{"a rule's cc or tcp changes in place, a new selector is a new rule", `
