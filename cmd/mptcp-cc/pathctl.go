@@ -36,6 +36,7 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 	ns := fs.String("netns", "", "named network namespace of the connection (`ip netns list`; default: this one)")
 	apply := fs.String("apply", "auto", "how flags reach the kernel: auto, connection (userspace PM) or endpoint (in-kernel PM)")
 	period := fs.Duration("period", 500*time.Millisecond, "sampling period")
+	onStall := fs.String("on-stall", "flag", "answer to a stalled subflow: flag (backup, as for best-path mode) or reset (close it and open it again, so its queued data goes out on the others; needs the userspace path manager)")
 	forD := fs.Duration("for", 0, "stop after this long (0: when the connection closes)")
 	asJSON := fs.Bool("json", false, "one JSON object per decision")
 	stateDir := fs.String("state-dir", pathctl.StateDir, "`DIR` where the controller publishes its state for mptcp-cc top (empty: nowhere)")
@@ -50,6 +51,13 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		how, err := pathctl.ParseApply(*apply)
 		if err != nil {
 			return cli.Usagef("%v", err)
+		}
+		resetStalled, err := pathctl.ParseOnStall(*onStall)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		if resetStalled && how == pathctl.PerEndpoint {
+			return cli.Usagef("--on-stall reset closes one connection's subflow, which only the userspace path manager does: give --apply connection or auto")
 		}
 		if *period < 10*time.Millisecond || *period > time.Minute {
 			return cli.Usagef("--period %v is out of range: give 10ms to 1m", *period)
@@ -80,7 +88,7 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		st := pathctl.NewConnState(*ns, token, time.Now())
 		publish(st)
 		err = pathctl.Run(ctx, pathctl.Options{
-			NS: *ns, Token: token, Apply: how, Config: pathctl.Config{Period: *period},
+			NS: *ns, Token: token, Apply: how, Config: pathctl.Config{Period: *period, ResetStalled: resetStalled},
 			Event: func(e pathctl.Event) {
 				writeEvent(out, e, *asJSON)
 				st.Update(e)

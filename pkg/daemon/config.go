@@ -88,6 +88,9 @@ type Pathctl struct {
 	Apply string `yaml:"apply,omitempty"`
 	// Period is the sampling period (default 500ms).
 	Period time.Duration `yaml:"period,omitempty"`
+	// OnStall is the answer to a stalled subflow: flag (default) or
+	// reset (pathctl.Config.ResetStalled; per connection only).
+	OnStall string `yaml:"on_stall,omitempty"`
 	// MaxConnections bounds the connections controlled at once (default
 	// 64); those beyond wait for a free slot.
 	MaxConnections int `yaml:"max_connections,omitempty"`
@@ -530,8 +533,14 @@ const (
 
 // pathctl checks the path controller's section.
 func (v *validation) pathctl(p Pathctl) {
-	if _, err := pathctl.ParseApply(p.Apply); err != nil {
+	how, err := pathctl.ParseApply(p.Apply)
+	if err != nil {
 		v.bad("pathctl.apply", "%v", err)
+	}
+	if reset, err := pathctl.ParseOnStall(p.OnStall); err != nil {
+		v.bad("pathctl.on_stall", "%v", err)
+	} else if reset && how == pathctl.PerEndpoint {
+		v.bad("pathctl.on_stall", "reset closes one connection's subflow, which only the userspace path manager does: set apply to connection or auto")
 	}
 	if p.Period != 0 && (p.Period < minPathPeriod || p.Period > maxPathPeriod) {
 		v.bad("pathctl.period", "%v is out of range (%v to %v)", p.Period, minPathPeriod, maxPathPeriod)

@@ -234,7 +234,7 @@ type afterStop int
 
 const (
 	forget   afterStop = iota // it closed, or its namespace is no longer controlled
-	restart                   // the reload changed apply or period: control it afresh
+	restart                   // the reload changed apply, period or on_stall: control it afresh
 	filtered                  // the reload's filter leaves it out
 )
 
@@ -283,7 +283,7 @@ var watchRetry = 10 * time.Second
 
 // sync brings the manager to cfg (resolved): it follows the namespaces cfg
 // names and stops following the others (their controllers stop, clearing
-// their flags); a change of apply or period restarts every controller; a
+// their flags); a change of apply, period or on_stall restarts every controller; a
 // change of the filter or the bound re-examines every connection.
 func (m *pathManager) sync(ctx context.Context, cfg Pathctl) {
 	m.mu.Lock()
@@ -316,7 +316,7 @@ func (m *pathManager) sync(ctx context.Context, cfg Pathctl) {
 		delete(m.watches, ns)
 		m.log.Info("path controller: no longer controlling the namespace's connections", "netns", nsName(ns))
 	}
-	restartAll := old.Apply != cfg.Apply || old.Period != cfg.Period
+	restartAll := old.Apply != cfg.Apply || old.Period != cfg.Period || old.OnStall != cfg.OnStall
 	for k, e := range m.conns {
 		switch {
 		case !slices.Contains(want, k.ns):
@@ -513,7 +513,7 @@ func (m *pathManager) start(e *pathEntry) {
 		m.pub.Set(e.st)
 	}
 	m.log.Debug("path controller: controlling a connection", "netns", nsName(e.key.ns), "token", tokenString(e.key.token), "local", e.conn.Local, "remote", e.conn.Remote)
-	o := pathctl.Options{NS: e.key.ns, Token: e.key.token, Apply: pathctl.Apply(m.cfg.Apply), Config: pathctl.Config{Period: m.cfg.Period},
+	o := pathctl.Options{NS: e.key.ns, Token: e.key.token, Apply: pathctl.Apply(m.cfg.Apply), Config: pathctl.Config{Period: m.cfg.Period, ResetStalled: m.cfg.OnStall == "reset"},
 		Event: func(ev pathctl.Event) { m.event(e, ev) }}
 	m.wg.Add(1)
 	go func() {

@@ -390,3 +390,22 @@ func TestEventString(t *testing.T) {
 		}
 	}
 }
+
+// Closing a subflow names it exactly: both ends with their ports. A
+// request without them is refused before it reaches the kernel (where
+// SUBFLOW_DESTROY would fail with a bare EINVAL).
+func TestDestroySubflowNeedsBothEnds(t *testing.T) {
+	var c Conn
+	local := netip.MustParseAddrPort("10.0.0.1:40000")
+	remote := netip.MustParseAddrPort("10.1.0.1:80")
+	for _, tc := range []struct{ local, remote netip.AddrPort }{
+		{netip.AddrPortFrom(local.Addr(), 0), remote},
+		{local, netip.AddrPortFrom(remote.Addr(), 0)},
+		{netip.AddrPort{}, remote},
+	} {
+		err := c.DestroySubflow(1, tc.local, tc.remote)
+		if err == nil || !strings.Contains(err.Error(), "ports") {
+			t.Errorf("DestroySubflow(%v, %v): %v, want an error naming the missing ports", tc.local, tc.remote, err)
+		}
+	}
+}

@@ -58,18 +58,40 @@ func (c *Conn) CreateSubflow(token uint32, local netip.Addr, remote netip.AddrPo
 	if !local.IsValid() || !remote.Addr().IsValid() || remote.Port() == 0 {
 		return errors.New("mptcpnl: a new subflow needs a local address and a remote address and port")
 	}
+	if err := c.subflowCmd(cmdSubflowCreate, token, netip.AddrPortFrom(local, 0), remote); err != nil {
+		return fmt.Errorf("mptcpnl: subflow %v->%v of connection %08x: %w", local, remote, token, err)
+	}
+	return nil
+}
+
+// DestroySubflow asks the userspace path manager to close the connection's
+// subflow from local to remote (addresses and ports; SUBFLOW_DESTROY). The
+// connection then sends again, on its other subflows, the data it had
+// given that subflow and the peer has not acknowledged. Under the
+// in-kernel path manager the kernel refuses it.
+func (c *Conn) DestroySubflow(token uint32, local, remote netip.AddrPort) error {
+	if !local.Addr().IsValid() || local.Port() == 0 || !remote.Addr().IsValid() || remote.Port() == 0 {
+		return errors.New("mptcpnl: closing a subflow needs its local and remote addresses and ports")
+	}
+	if err := c.subflowCmd(cmdSubflowDestroy, token, local, remote); err != nil {
+		return fmt.Errorf("mptcpnl: closing subflow %v->%v of connection %08x: %w", local, remote, token, err)
+	}
+	return nil
+}
+
+// subflowCmd sends a subflow command (create, destroy) for the
+// connection's subflow from local to remote (a zero port: not sent).
+func (c *Conn) subflowCmd(cmd uint8, token uint32, local, remote netip.AddrPort) error {
 	ae := netlink.NewAttributeEncoder()
 	ae.Uint32(attrToken, token)
-	ae.Nested(attrAddr, encodeAddr(netip.AddrPortFrom(local, 0), nil))
+	ae.Nested(attrAddr, encodeAddr(local, nil))
 	ae.Nested(attrAddrRemote, encodeAddr(remote, nil))
 	attrs, err := ae.Encode()
 	if err != nil {
 		return err
 	}
-	if _, err := c.execute(cmdSubflowCreate, attrs, netlink.Acknowledge); err != nil {
-		return fmt.Errorf("mptcpnl: subflow %v->%v of connection %08x: %w", local, remote, token, err)
-	}
-	return nil
+	_, err = c.execute(cmd, attrs, netlink.Acknowledge)
+	return err
 }
 
 // encodeAddr encodes an address (and its port, unless 0) nested in a

@@ -155,10 +155,12 @@ func median(v []float64) float64 {
 
 // TestBenchStall reproduces the stall of docs/algorithms.md (a subflow
 // whose window OLIA cut to a few packets held 970 KB of unsent data while
-// its sibling sat idle) and measures it with and without the controller,
-// side by side in one run: the same OLIA connection over the same two
-// lossy paths (OLIA's own testbed test, TestOLIAMovesWindowToBestPath:
-// 20 Mbit/s each, 0.2% loss, 160 ms and 40 ms RTT). The controller runs
+// its sibling sat idle) and measures it without the controller and with
+// each of its two answers to a stall (a backup flag on the stuck subflow;
+// closing and reopening it), side by side in one run: the same OLIA
+// connection over the same two lossy paths (OLIA's own testbed test,
+// TestOLIAMovesWindowToBestPath: 20 Mbit/s each, 0.2% loss, 160 ms and
+// 40 ms RTT). The controller runs
 // per connection (userspace path manager): the stuck subflow is as often
 // the initial one, which per endpoint cannot be flagged.
 //
@@ -175,7 +177,9 @@ func TestBenchStall(t *testing.T) {
 	root := testkernel.PinRoot(t)
 	name := testkernel.Load(t, root, "olia", cc.Params{})
 	var rows []string
-	for _, ctl := range []bool{false, true} {
+	// The controller's two answers to a stall: flag the stuck subflow
+	// backup, or close it and open it again (Config.ResetStalled).
+	for _, ctl := range []string{"none", "flags", "reset"} {
 		var good, held []string
 		var longest time.Duration
 		var queued uint32
@@ -193,7 +197,7 @@ func TestBenchStall(t *testing.T) {
 			good = append(good, fmt.Sprintf("%.2f", s.goodput*8/1e6))
 			t.Logf("controller=%v rep %d: %.2f Mbit/s over %.1f s; held %.1f s (longest %.1f s, up to %d KB queued); %d decisions switched", ctl, r+1, s.goodput*8/1e6, s.duration.Seconds(), s.held.Seconds(), s.longest.Seconds(), s.maxQueued>>10, s.switches)
 		}
-		rows = append(rows, fmt.Sprintf("| %v | %d | %s | %s | %.1f | %d | %d |", ctl, reps, strings.Join(good, ", "), strings.Join(held, ", "), longest.Seconds(), queued>>10, stuck))
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %.1f | %d | %d |", ctl, reps, strings.Join(good, ", "), strings.Join(held, ", "), longest.Seconds(), queued>>10, stuck))
 	}
 	t.Logf("\n| controller | runs | goodput per run (Mbit/s) | held per run, s (share of the run) | longest held (s) | most queued while held (KB) | stuck |\n|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
@@ -207,7 +211,7 @@ type stallResult struct {
 	stuck         bool // the receipt did not come 60 s after the sender stopped
 }
 
-func stallRun(t *testing.T, ccName string, ctl bool, d time.Duration, seed uint64) (res stallResult) {
+func stallRun(t *testing.T, ccName string, ctl string, d time.Duration, seed uint64) (res stallResult) {
 	t.Helper()
 	const rate, oneWay = 20e6, 20 * time.Millisecond
 	bdp := uint32(rate / 8 * (2 * oneWay).Seconds())
@@ -222,9 +226,10 @@ func stallRun(t *testing.T, ccName string, ctl bool, d time.Duration, seed uint6
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	if ctl {
+	if ctl != "none" {
 		var mu sync.Mutex
 		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerConnection,
+			Config: pathctl.Config{ResetStalled: ctl == "reset"},
 			Event: func(e pathctl.Event) {
 				if e.Decision.Switched {
 					mu.Lock()

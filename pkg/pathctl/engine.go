@@ -87,6 +87,13 @@ type Config struct {
 	StallAfter time.Duration // a queue must last this long, and its pace is measured over it, for a stall (default 1 s)
 	StallDrain time.Duration // a queue that would take this long to drain at its subflow's pace is a stall (default 8 s)
 	MinQueued  uint32        // bytes queued for a stall to count (default 64 KiB)
+	// ResetStalled: answer a stall in multipath mode by closing the stuck
+	// subflow and opening it again (Decision.Reset), instead of flagging
+	// it backup. The connection then sends the data that was queued on it
+	// over its other subflows, where a backup flag leaves it in place and
+	// the kernel falls back to that very subflow whenever the others
+	// cannot send. Needs the userspace path manager (per connection).
+	ResetStalled bool
 }
 
 func (c Config) withDefaults() Config {
@@ -125,9 +132,10 @@ type Decision struct {
 	Mode     Mode
 	Best     SubflowID   // the subflow kept in best-path mode
 	Backup   []SubflowID // subflows to flag backup; every other one is cleared
-	Switched bool        // Mode or Best changed at this step
+	Switched bool        // Mode or Best changed at this step, or subflows are reset
 	Trial    bool        // the mode is on trial (not yet chosen)
 	Chosen   bool        // a trial ended at this step: Mode is the choice
+	Reset    []SubflowID // subflows to close and open again (Config.ResetStalled)
 	Reason   string      // why it switched (or why it holds)
 }
 
@@ -225,6 +233,18 @@ func (e *Engine) Step(s Sample) Decision {
 	}
 
 	// A stall acts at once, whatever the phase.
+	if e.cfg.ResetStalled && len(stalled) > 0 && len(idle) > 0 && !(e.mode == BestPath && contains(stalled, e.best)) {
+		// Close what is stuck (its data goes out on the others) and go on
+		// in multipath: the subflow that opens again starts afresh.
+		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
+		e.chosenAt, e.lost = 0, 0
+		for _, id := range stalled {
+			delete(e.subflows, id)
+		}
+		d := e.decision(live, true, fmt.Sprintf("stall: %s has a queue it would take more than %v to drain while %s idles; closing it, its data goes out on the others", stalled[0], e.cfg.StallDrain, idle[0]))
+		d.Reset = stalled
+		return d
+	}
 	if e.mode == Multipath && len(stalled) > 0 && len(idle) > 0 {
 		best := e.bestOf(idle)
 		e.enter(BestPath, best, holding, e.cfg.Hold)

@@ -224,6 +224,29 @@ func TestCollapsedBestPathMovesToTheOther(t *testing.T) {
 	t.Fatalf("no choice 10 s after the best path collapsed: %v on %v", e.Mode(), e.best)
 }
 
+// With ResetStalled the stall is answered by closing the stuck subflow, in
+// multipath mode, not by a backup flag.
+func TestStallResetsWhenConfigured(t *testing.T) {
+	e := NewEngine(Config{ResetStalled: true})
+	t0 := time.Unix(0, 0)
+	for i := 0; i <= 4; i++ {
+		d := e.Step(Sample{At: t0.Add(time.Duration(i) * 500 * time.Millisecond), Subflows: []SubflowSample{
+			{ID: pathA, DeliveryRate: 1e4, BytesAcked: 1000 + uint64(i)*5000, NotSent: 970 << 10}, // trickling
+			{ID: pathB, DeliveryRate: 1e6, BytesAcked: 5000},                                      // idle
+		}})
+		if len(d.Reset) > 0 {
+			if d.Mode != Multipath || len(d.Backup) != 0 || d.Reset[0] != pathA || Cause(d) != CauseStall {
+				t.Fatalf("reset decision %+v (cause %q): want multipath, no flag, path A reset, cause stall", d, Cause(d))
+			}
+			return
+		}
+		if d.Mode == BestPath {
+			t.Fatalf("flagged instead of resetting: %+v", d)
+		}
+	}
+	t.Fatal("no reset after 2 s of stall")
+}
+
 // A best path that stalls returns the connection to multipath, and the
 // reason names that path.
 func TestStalledBestPathReturnsToMultipath(t *testing.T) {

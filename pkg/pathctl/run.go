@@ -87,6 +87,9 @@ func Run(ctx context.Context, o Options) (err error) {
 			apply = PerConnection
 		}
 	}
+	if cfg.ResetStalled && apply != PerConnection {
+		return fmt.Errorf("pathctl: closing stalled subflows needs per-connection control, and %s runs the in-kernel path manager (or --apply endpoint was given): run the userspace one (net.mptcp.pm_type=1, as mptcpd does) with --apply connection or auto", nsName(o.NS))
+	}
 	a := &applier{pm: pm, how: apply, token: o.Token, flagged: map[SubflowID]bool{}, failed: map[SubflowID]bool{}}
 	defer func() {
 		if cerr := a.clearAll(); cerr != nil && err == nil {
@@ -184,6 +187,11 @@ func (a *applier) apply(s Sample, d Decision) error {
 		want[id] = true
 	}
 	var errs []error
+	for _, id := range d.Reset {
+		if err := a.reset(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, sf := range s.Subflows {
 		if v, ok := a.failed[sf.ID]; ok {
 			if v == want[sf.ID] {
@@ -232,6 +240,26 @@ func (a *applier) set(id SubflowID, backup bool) error {
 	return fmt.Errorf("pathctl: subflow %v: its local address is no endpoint of the in-kernel path manager, so it cannot be flagged per endpoint; add one (`ip mptcp endpoint add %v subflow`) or run the userspace path manager for per-connection flags", id, id.Local.Addr())
 }
 
+// reset closes a subflow and opens one again from the same local address
+// to the same peer (per connection only): the connection resends, on its
+// other subflows, what it had queued on the closed one.
+func (a *applier) reset(id SubflowID) error {
+	if a.how != PerConnection {
+		return fmt.Errorf("pathctl: subflow %v: closing a stalled subflow needs the userspace path manager (net.mptcp.pm_type=1) and --apply connection", id)
+	}
+	delete(a.flagged, id)
+	delete(a.failed, id)
+	if err := a.pm.DestroySubflow(a.token, id.Local, id.Remote); err != nil {
+		return err
+	}
+	if err := a.pm.CreateSubflow(a.token, id.Local.Addr(), id.Remote); err != nil {
+		// Measured on 6.18: the initial subflow's address (ID 0) cannot be
+		// given to a new subflow under the userspace path manager.
+		return fmt.Errorf("pathctl: closed the stalled subflow %v (its data goes out on the others) but could not open one again from %v: %w", id, id.Local.Addr(), err)
+	}
+	return nil
+}
+
 func (a *applier) clearAll() error {
 	var errs []error
 	for id := range a.flagged {
@@ -258,6 +286,18 @@ func pmType(ns string) (int, error) {
 		return v, read()
 	}
 	return v, netns.Do(ns, read)
+}
+
+// ParseOnStall checks a user's answer to a stall ("flag" or "reset") and
+// says whether it is Config.ResetStalled.
+func ParseOnStall(s string) (reset bool, err error) {
+	switch s {
+	case "flag", "":
+		return false, nil
+	case "reset":
+		return true, nil
+	}
+	return false, fmt.Errorf("on a stall: %q is not an answer: give flag (a backup flag on the stuck subflow) or reset (close it and open it again)", s)
 }
 
 // ParseApply checks a user's --apply value.
