@@ -27,8 +27,9 @@
 //     chosen cuts the hold short (a path degraded) and starts a trial.
 //   - A stall (a subflow whose queue would take longer than StallDrain to
 //     drain at its pace, while a sibling idles: the default scheduler's
-//     failure mode) switches to best-path mode on the best sibling at once;
-//     a stalled best path switches back.
+//     failure mode) switches to best-path mode on the best sibling at once
+//     (with ResetStalled: closes the stuck subflow instead); a stalled best
+//     path switches back.
 package pathctl
 
 import (
