@@ -103,9 +103,7 @@ func TestUnloadWhileInUse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("transfer after unload: %v", err)
 	}
-	if !res.Intact || res.Delivered != 8<<20 {
-		t.Fatalf("transfer after unload: %+v", res)
-	}
+	testkernel.Receipt(t, "transfer after unload", res, 8<<20)
 }
 
 // Churn: many short MPTCP connections, each with its join, leave no entry.
