@@ -52,12 +52,9 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		if err != nil {
 			return cli.Usagef("%v", err)
 		}
-		resetStalled, err := pathctl.ParseOnStall(*onStall)
+		resetStalled, err := pathctl.ParseOnStall(*onStall, how)
 		if err != nil {
-			return cli.Usagef("%v", err)
-		}
-		if resetStalled && how == pathctl.PerEndpoint {
-			return cli.Usagef("--on-stall reset closes one connection's subflow, which only the userspace path manager does: give --apply connection or auto")
+			return cli.Usagef("--on-stall: %v", err)
 		}
 		if *period < 10*time.Millisecond || *period > time.Minute {
 			return cli.Usagef("--period %v is out of range: give 10ms to 1m", *period)

@@ -537,10 +537,8 @@ func (v *validation) pathctl(p Pathctl) {
 	if err != nil {
 		v.bad("pathctl.apply", "%v", err)
 	}
-	if reset, err := pathctl.ParseOnStall(p.OnStall); err != nil {
+	if _, err := pathctl.ParseOnStall(p.OnStall, how); err != nil {
 		v.bad("pathctl.on_stall", "%v", err)
-	} else if reset && how == pathctl.PerEndpoint {
-		v.bad("pathctl.on_stall", "reset closes one connection's subflow, which only the userspace path manager does: set apply to connection or auto")
 	}
 	if p.Period != 0 && (p.Period < minPathPeriod || p.Period > maxPathPeriod) {
 		v.bad("pathctl.period", "%v is out of range (%v to %v)", p.Period, minPathPeriod, maxPathPeriod)

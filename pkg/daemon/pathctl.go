@@ -513,7 +513,8 @@ func (m *pathManager) start(e *pathEntry) {
 		m.pub.Set(e.st)
 	}
 	m.log.Debug("path controller: controlling a connection", "netns", nsName(e.key.ns), "token", tokenString(e.key.token), "local", e.conn.Local, "remote", e.conn.Remote)
-	o := pathctl.Options{NS: e.key.ns, Token: e.key.token, Apply: pathctl.Apply(m.cfg.Apply), Config: pathctl.Config{Period: m.cfg.Period, ResetStalled: m.cfg.OnStall == "reset"},
+	reset, _ := pathctl.ParseOnStall(m.cfg.OnStall, pathctl.Apply(m.cfg.Apply)) // checked with the configuration
+	o := pathctl.Options{NS: e.key.ns, Token: e.key.token, Apply: pathctl.Apply(m.cfg.Apply), Config: pathctl.Config{Period: m.cfg.Period, ResetStalled: reset},
 		Event: func(ev pathctl.Event) { m.event(e, ev) }}
 	m.wg.Add(1)
 	go func() {

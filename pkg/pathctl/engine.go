@@ -237,8 +237,7 @@ func (e *Engine) Step(s Sample) Decision {
 	if e.cfg.ResetStalled && len(stalled) > 0 && len(idle) > 0 && !(e.mode == BestPath && contains(stalled, e.best)) {
 		// Close what is stuck (its data goes out on the others) and go on
 		// in multipath: the subflow that opens again starts afresh.
-		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
-		e.chosenAt, e.lost = 0, 0
+		e.restart(Multipath, SubflowID{})
 		for _, id := range stalled {
 			delete(e.subflows, id)
 		}
@@ -248,19 +247,16 @@ func (e *Engine) Step(s Sample) Decision {
 	}
 	if e.mode == Multipath && len(stalled) > 0 && len(idle) > 0 {
 		best := e.bestOf(idle)
-		e.enter(BestPath, best, holding, e.cfg.Hold)
-		e.chosenAt, e.lost = 0, 0
+		e.restart(BestPath, best)
 		return e.decision(live, true, fmt.Sprintf("stall: %s has a queue it would take more than %v to drain while %s idles", stalled[0], e.cfg.StallDrain, best))
 	}
 	if e.mode == BestPath && contains(stalled, e.best) {
 		was := e.best
-		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
-		e.chosenAt, e.lost = 0, 0
+		e.restart(Multipath, SubflowID{})
 		return e.decision(live, true, fmt.Sprintf("stall: best path %s has a queue it would take more than %v to drain", was, e.cfg.StallDrain))
 	}
 	if e.mode == BestPath && !containsLive(live, e.best) {
-		e.enter(Multipath, SubflowID{}, holding, e.cfg.Hold)
-		e.chosenAt, e.lost = 0, 0
+		e.restart(Multipath, SubflowID{})
 		return e.decision(live, true, "best path closed")
 	}
 
@@ -372,6 +368,14 @@ func (e *Engine) startTrial(live []SubflowID) {
 	} else {
 		e.enter(Multipath, SubflowID{}, trying, e.cfg.Trial)
 	}
+}
+
+// restart holds mode (on best) after an event that is no trial's outcome
+// (a stall, the best path closing): a plain hold, its goodput measured
+// afresh, no back-off.
+func (e *Engine) restart(m Mode, best SubflowID) {
+	e.enter(m, best, holding, e.cfg.Hold)
+	e.chosenAt, e.lost = 0, 0
 }
 
 func (e *Engine) enter(m Mode, best SubflowID, p phase, length int) {

@@ -288,13 +288,16 @@ func pmType(ns string) (int, error) {
 	return v, netns.Do(ns, read)
 }
 
-// ParseOnStall checks a user's answer to a stall ("flag" or "reset") and
-// says whether it is Config.ResetStalled.
-func ParseOnStall(s string) (reset bool, err error) {
+// ParseOnStall checks a user's answer to a stall ("flag" or "reset") under
+// apply mode how, and says whether it is Config.ResetStalled.
+func ParseOnStall(s string, how Apply) (reset bool, err error) {
 	switch s {
 	case "flag", "":
 		return false, nil
 	case "reset":
+		if how == PerEndpoint {
+			return false, errors.New("reset closes one connection's subflow, which only the userspace path manager does: give apply connection or auto")
+		}
 		return true, nil
 	}
 	return false, fmt.Errorf("on a stall: %q is not an answer: give flag (a backup flag on the stuck subflow) or reset (close it and open it again)", s)
