@@ -26,6 +26,7 @@ type run struct {
 	mibRetx  uint64 // MPTcpExtMPTCPRetrans of the client namespace: reinjected segments
 	tcpRetx  uint64 // TcpRetransSegs of the client namespace: segments TCP sent again
 	ofo      uint64 // MPTcpExtOFOQueue of the server namespace: segments that arrived out of order
+	stale    uint64 // MPTcpExtSubflowStale of the client namespace: whole queue sent again
 	sends    uint64 // from the stats map: get_send decisions that marked a subflow, per subflow summed
 	retrans  uint64 // get_retrans decisions, per subflow summed
 	decision struct{ send, retrans, empty int }
@@ -49,6 +50,7 @@ func transfer(t *testing.T, n *topo.Net, root, name, algo string, args schedmode
 	mib0 := testkernel.MIBCounter(t, n.Client, "MPTcpExtMPTCPRetrans")
 	tcp0 := testkernel.MIBCounter(t, n.Client, "TcpRetransSegs")
 	ofo0 := testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue")
+	stale0 := testkernel.MIBCounter(t, n.Client, "MPTcpExtSubflowStale")
 	w0 := wire(t, n, 2)
 	_, c := testkernel.Transfer(t, n, xfer.Options{Bytes: int64(payload)})
 	if during != nil {
@@ -68,7 +70,8 @@ func transfer(t *testing.T, n *topo.Net, root, name, algo string, args schedmode
 	r := run{algo: algo, payload: payload, wire: diff(wire(t, n, 2), w0), took: res.Duration, events: events,
 		mibRetx: testkernel.MIBCounter(t, n.Client, "MPTcpExtMPTCPRetrans") - mib0,
 		tcpRetx: testkernel.MIBCounter(t, n.Client, "TcpRetransSegs") - tcp0,
-		ofo:     testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue") - ofo0}
+		ofo:     testkernel.MIBCounter(t, n.Server, "MPTcpExtOFOQueue") - ofo0,
+		stale:   testkernel.MIBCounter(t, n.Client, "MPTcpExtSubflowStale") - stale0}
 	after := statsOf(t, root, name)
 	r.sends, r.retrans = after[0]-before[0], after[1]-before[1]
 	for _, e := range events {
@@ -82,9 +85,9 @@ func transfer(t *testing.T, n *topo.Net, root, name, algo string, args schedmode
 		}
 	}
 	replay(t, algo, args, events)
-	t.Logf("%s: %d bytes in %v; on the wire %d + %d (%.3fx the payload, %.1f%% on path 1); decisions: %d send, %d retrans, %d empty; reinjected segments %d; TCP retransmitted segments %d; %d segments out of order at the server",
+	t.Logf("%s: %d bytes in %v; on the wire %d + %d (%.3fx the payload, %.1f%% on path 1); decisions: %d send, %d retrans, %d empty; reinjected segments %d; TCP retransmitted segments %d; %d segments out of order at the server; %d subflows marked stale",
 		algo, payload, r.took.Round(time.Millisecond), r.wire[0], r.wire[1], r.factor(), 100*r.share(1),
-		r.decision.send, r.decision.retrans, r.decision.empty, r.mibRetx, r.tcpRetx, r.ofo)
+		r.decision.send, r.decision.retrans, r.decision.empty, r.mibRetx, r.tcpRetx, r.ofo, r.stale)
 	return r
 }
 
@@ -132,10 +135,25 @@ func sysctl(t *testing.T, ns, key, val string) {
 	})
 }
 
+// network builds cfg for a scheduler test, with the path manager's
+// stale-subflow rule off in the client. That rule (a subflow with repeated
+// retransmit timeouts while a sibling is fine) puts the whole
+// unacknowledged queue back through the push path, and no counter gives
+// those bytes, so checkWire could not account for them. Measured: it fired
+// in 3 of 5 redundant runs (the long path blacks out), and one CI run went
+// 184 kB past the bound. It is the path manager's doing, not the
+// scheduler's.
+func network(t *testing.T, cfg topo.Config) *topo.Net {
+	t.Helper()
+	n := testkernel.Net(t, cfg)
+	sysctl(t, n.Client, "net.mptcp.stale_loss_cnt", "0")
+	return n
+}
+
 // equalPaths is two paths of rate bits/s each, unshaped in delay (tbf in
 // the kernel: cheap for the VM's emulated CPU).
 func equalPaths(t *testing.T, rate uint64) *topo.Net {
-	return testkernel.Net(t, topo.Config{
+	return network(t, topo.Config{
 		Paths:       []int{0, 1},
 		Bottlenecks: []topo.Shaping{{RateBits: rate}, {RateBits: rate}},
 		Subflows:    true,
@@ -188,6 +206,10 @@ func (r run) resent() uint64 {
 // what the kernel's retransmissions account for: new data goes out once.
 func checkWire(t *testing.T, r run) {
 	t.Helper()
+	if r.stale != 0 {
+		t.Errorf("%s: %d subflows marked stale: the path manager sent the queue again, which the wire accounting cannot count (build the network with network())", r.algo, r.stale)
+		return
+	}
 	limit := r.payload*11/10 + r.resent()
 	if w := sum(r.wire); w > limit {
 		t.Errorf("%s: %d bytes on the wire for %d of payload: more than 1.1x plus what %d bytes of reinjections and TCP retransmissions explain", r.algo, w, r.payload, r.resent())
@@ -202,7 +224,7 @@ func checkWire(t *testing.T, r run) {
 func TestGuestSchedulers(t *testing.T) {
 	vmtest.Guest(t)
 	root := testkernel.PinRoot(t)
-	n := testkernel.Net(t, topo.Config{
+	n := network(t, topo.Config{
 		Paths: []int{0, 1},
 		Bottlenecks: []topo.Shaping{
 			{RateBits: 8e6, Delay: 5 * time.Millisecond, QueueBytes: 15000},

@@ -70,7 +70,7 @@ func sum(v []uint64) (s uint64) {
 // asymmetric is two paths of rate bits/s each: a short one (path 0) and a
 // long one (path 1).
 func asymmetric(t *testing.T, rate uint64, short, long time.Duration) *topo.Net {
-	return testkernel.Net(t, topo.Config{
+	return network(t, topo.Config{
 		Paths: []int{0, 1},
 		Bottlenecks: []topo.Shaping{
 			{RateBits: rate, Delay: short / 2},
