@@ -93,9 +93,7 @@ func TestSetCCLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Intact || r.Delivered != size {
-		t.Fatalf("transfer after the switch: %+v", r)
-	}
+	testkernel.Receipt(t, "transfer after the switch", r, size)
 }
 
 // Bad input: clear errors, nothing switched.

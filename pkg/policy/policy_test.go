@@ -69,13 +69,13 @@ func TestPolicyClientCgroup(t *testing.T) {
 	}
 
 	for _, r := range h.next().Results {
-		if !r.Intact {
-			t.Errorf("cgroup transfer not intact: %+v", r)
-		}
+		testkernel.Receipt(t, "cgroup transfer", r, 0)
 	}
-	if r, err := outside.Wait(); err != nil || !r.Intact {
-		t.Errorf("outside transfer: %+v, %v", r, err)
+	r, err := outside.Wait()
+	if err != nil {
+		t.Fatalf("outside transfer: %v", err)
 	}
+	testkernel.Receipt(t, "outside transfer", r, 0)
 
 	list, err := policy.List(e.policyRoot)
 	if err != nil {
@@ -113,9 +113,7 @@ func TestPolicyClientCgroup(t *testing.T) {
 		}
 	}
 	for _, r := range h2.next().Results {
-		if !r.Intact {
-			t.Errorf("transfer after detach not intact: %+v", r)
-		}
+		testkernel.Receipt(t, "transfer after detach", r, 0)
 	}
 }
 
@@ -170,17 +168,20 @@ func TestPolicyServerCgroup(t *testing.T) {
 	if got, _ := e.connCC(t, c.Local(), 1, 0); got != "" {
 		t.Errorf("the client, outside the cgroup, runs %s", got)
 	}
-	if r, err := c.Wait(); err != nil || !r.Intact {
-		t.Errorf("transfer: %+v, %v", r, err)
+	if r, err := c.Wait(); err != nil {
+		t.Errorf("transfer: %v", err)
+	} else {
+		testkernel.Receipt(t, "transfer", r, 0)
 	}
 
 	if err := cc.Unload(name, e.ccRoot); err != nil {
 		t.Fatal(err)
 	}
 	r, err := xfer.Run(xfer.Options{NS: e.net.Client, Local: topo.ClientAddr(0), Remote: addr, MPTCP: true, Bytes: 1 << 20})
-	if err != nil || !r.Intact {
-		t.Fatalf("transfer after the policy's CC was unloaded: %+v, %v", r, err)
+	if err != nil {
+		t.Fatalf("transfer after the policy's CC was unloaded: %v", err)
 	}
+	testkernel.Receipt(t, "transfer after the policy's CC was unloaded", r, 1<<20)
 	list, err := policy.List(e.policyRoot)
 	if err != nil || len(list) != 1 || len(list[0].Rules) != 1 {
 		t.Fatalf("list: %+v, %v", list, err)
@@ -275,9 +276,7 @@ func TestPolicyRules(t *testing.T) {
 		}
 	}
 	for i, r := range h.next().Results {
-		if !r.Intact {
-			t.Errorf("%s: transfer not intact: %+v", cases[i].what, r)
-		}
+		testkernel.Receipt(t, cases[i].what+": transfer", r, 0)
 	}
 
 	list, err := policy.List(e.policyRoot)
@@ -333,9 +332,7 @@ func TestPolicyNestedCgroups(t *testing.T) {
 		}
 	}
 	for _, r := range h.next().Results {
-		if !r.Intact {
-			t.Errorf("transfer not intact: %+v", r)
-		}
+		testkernel.Receipt(t, "transfer", r, 0)
 	}
 }
 
@@ -380,8 +377,6 @@ func TestPolicyJoinAfterSwitch(t *testing.T) {
 		t.Fatalf("after the switch and a new join: %d subflows under %q (%+v), want 3 under %s", len(subs), got, subs, olia)
 	}
 	for _, r := range h.next().Results {
-		if !r.Intact {
-			t.Errorf("transfer not intact: %+v", r)
-		}
+		testkernel.Receipt(t, "transfer", r, 0)
 	}
 }
