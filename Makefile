@@ -33,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -163,3 +163,14 @@ deb: generate gen-docs
 	DEB_PROGS='$(BINARIES)' DEB_VERSION="$$v" DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
 	DEB_BIN='$(DEB_STAGE)/bin' DEB_DOCS=build DEB_STAGE='$(DEB_STAGE)' DEB_OUT='$(DEB_OUT)' \
 	GO='$(GO)' deploy/debian/build.sh
+
+# The kernel-fault reproducer (docs/kernel-faults.md): REPRO_CONNS short
+# MPTCP connections per arm, every byte checked; prints the rate of wrong
+# bytes per arm with its 95% interval and writes every finding as JSON.
+# REPRO_ARMS picks the arms (default: cubic reno bbr lia olia cubic+csum).
+REPRO_CONNS ?= 10000
+REPRO_ARMS  ?=
+
+repro-kernel: build
+	mkdir -p $(REPRO_OUT)
+	flock $(REPRO_LOCK) bin/mptcp-lab integrity --conns $(REPRO_CONNS) --json $(REPRO_OUT)/integrity.json $(REPRO_ARMS)

@@ -44,5 +44,10 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"report"}, "no report spec"),
 		bad(1, []string{"report", "/nonexistent/spec.yaml"}, "/nonexistent/spec.yaml", "no such file"),
 		bad(2, []string{"report", "/nonexistent/spec.yaml", "--results"}, "flag needs an argument: -results"),
+		bad(1, []string{"integrity", "--conns", "0"}, "--conns 0", "1 or more"),
+		bad(1, []string{"integrity", "--size", "1"}, `--size "1"`, "1KiB to 1GiB"),
+		bad(1, []string{"integrity", "--size", "big"}, `--size "big"`),
+		bad(2, []string{"integrity", "cubic+pace"}, `arm "cubic+pace"`, "CC+csum"),
+		bad(1, []string{"integrity", "--conns", "1", "nope_cc"}, `"nope_cc" is not registered`, "mptcp-cc load"),
 	})
 }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/integrity"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/runner"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
+)
+
+// defaultArms are the arms of `make repro-kernel`: the kernel's own CCs,
+// two of ours, and DSS checksums on.
+var defaultArms = []string{"cubic", "reno", "bbr", "lia", "olia", "cubic+csum"}
+
+const integrityHelp = `Runs many short MPTCP connections per arm over two unshaped veth paths
+(offloads off, a join each), checks every byte against a seeded pattern, and
+prints the rate of connections that delivered the right count of wrong
+bytes, with its 95% interval, and where each one's wrong bytes had been sent.
+An arm is a congestion control (a built-in one, or lia, olia, balia, rsf,
+which are loaded for the run), optionally with +csum for DSS checksums at
+both ends. docs/kernel-faults.md is the report made from it.`
+
+func cmdIntegrity(fs *flag.FlagSet) cli.Action {
+	conns := fs.Int("conns", 10000, "connections per arm")
+	size := fs.String("size", "256KiB", "payload per connection")
+	jsonOut := fs.String("json", "", "also write the report, every finding included, as JSON to this file")
+	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests)")
+	return func(args []string, stdout io.Writer) error {
+		if *conns < 1 {
+			return fmt.Errorf("--conns %d: want 1 or more connections per arm", *conns)
+		}
+		bytes, err := scenario.ParseSize(*size)
+		if err != nil || bytes < 1024 || bytes > 1<<30 {
+			return fmt.Errorf("--size %q: want a size from 1KiB to 1GiB, e.g. 256KiB", *size)
+		}
+		if len(args) == 0 {
+			args = defaultArms
+		}
+		var arms []integrity.Arm
+		var specs []scenario.CCSpec
+		for _, s := range args {
+			a, err := integrity.ParseArm(s)
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			if _, err := cc.Lookup(a.CC); err == nil {
+				specs = append(specs, scenario.CCSpec{Name: a.CC, Algo: a.CC})
+			}
+			arms = append(arms, a)
+		}
+		s, err := newSession(*noJanitor)
+		if err != nil {
+			return err
+		}
+		run := func() (integrity.Report, error) {
+			ccs, err := runner.LoadCCs(s.id, specs)
+			if err != nil {
+				return integrity.Report{}, err
+			}
+			defer ccs.Unload()
+			for i := range arms {
+				if _, err := cc.Lookup(arms[i].CC); err == nil {
+					arms[i].CC = ccs.KernelName(scenario.CCSpec{Name: arms[i].CC, Algo: arms[i].CC})
+				}
+			}
+			fmt.Fprintf(os.Stderr, "mptcp-lab: %d connections per arm, arms %v (run %s)\n", *conns, args, s.id)
+			return integrity.Run(s.ctx, integrity.Options{Prefix: s.id.NSPrefix(), Arms: arms, Conns: *conns,
+				Size: int(bytes), Progress: os.Stderr})
+		}
+		rep, err := run()
+		if cerr := s.close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		if len(rep.Arms) > 0 {
+			rep.WriteText(stdout)
+			if *jsonOut != "" {
+				f, ferr := os.Create(*jsonOut)
+				if ferr == nil {
+					ferr = errors.Join(cli.WriteJSON(f, rep), f.Close())
+				}
+				err = errors.Join(err, ferr)
+			}
+		}
+		return err
+	}
+}

@@ -1,0 +1,451 @@
+// Package integrity reproduces the kernel fault our transfers found: MPTCP
+// connections that deliver the right number of bytes, but wrong ones. It
+// runs many short connections per arm (a congestion control, with or
+// without DSS checksums) over two unshaped veth paths with a join each,
+// checks every byte against a seeded pattern of its own (not pkg/xfer's:
+// an independent check), and reports the rate per arm with its confidence
+// interval and, for each bad connection, where its wrong bytes had been
+// sent. docs/kernel-faults.md is the report written from it.
+package integrity
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+)
+
+// Arm is one configuration under test.
+type Arm struct {
+	Name     string `json:"name"`     // as reported, e.g. "cubic" or "cubic+csum"
+	CC       string `json:"cc"`       // the congestion control the sockets ask for (registered name)
+	Checksum bool   `json:"checksum"` // net.mptcp.checksum_enabled=1 at both ends
+}
+
+// ParseArm reads "CC" or "CC+csum". The CC is checked when the arm runs.
+func ParseArm(s string) (Arm, error) {
+	name, opt, ok := strings.Cut(s, "+")
+	if name == "" || (ok && opt != "csum") {
+		return Arm{}, fmt.Errorf("arm %q: want CC or CC+csum (e.g. cubic, lia+csum)", s)
+	}
+	return Arm{Name: s, CC: name, Checksum: ok}, nil
+}
+
+// Options of a run.
+type Options struct {
+	Prefix   string // namespace name prefix (a random suffix is added)
+	Arms     []Arm
+	Conns    int       // connections per arm
+	Size     int       // payload bytes per connection
+	Progress io.Writer // a line per arm and every 1,000 connections; nil: quiet
+}
+
+// ArmResult is what one arm measured.
+type ArmResult struct {
+	Arm
+	Conns  int    `json:"conns"`  // connections that delivered every byte's count
+	Wrong  int    `json:"wrong"`  // of them, with wrong bytes
+	Failed int    `json:"failed"` // connections that broke or delivered the wrong count
+	Joins  uint64 `json:"joins"`  // MP_JOINs the server completed (MPJoinAckRx)
+	// Connections during which a counter of something amiss moved (see
+	// anomalies), and how many of them delivered wrong bytes.
+	Flagged      int               `json:"flagged"`
+	WrongFlagged int               `json:"wrong_flagged"`
+	MIB          map[string]uint64 `json:"mib"` // the server's MPTCP MIB counters that moved
+	Findings     []Finding         `json:"findings,omitempty"`
+	Errors       []string          `json:"errors,omitempty"` // the first few failures, in words
+	Took         time.Duration     `json:"took"`
+}
+
+// Rate is wrong connections per 10,000, with the 95% Wilson interval.
+func (r ArmResult) Rate() (rate, lo, hi float64) {
+	p, lo, hi := wilson(r.Wrong, r.Conns)
+	return 1e4 * p, 1e4 * lo, 1e4 * hi
+}
+
+// Report is a whole run.
+type Report struct {
+	Kernel string      `json:"kernel"`
+	Size   int         `json:"size"`
+	Arms   []ArmResult `json:"arms"`
+}
+
+// maxErrors is how many failures an arm keeps in words.
+const maxErrors = 5
+
+// Run builds the network, runs every arm in turn and removes the network.
+// The arms' congestion controls must be registered already.
+func Run(ctx context.Context, o Options) (Report, error) {
+	if o.Conns <= 0 || o.Size < window || len(o.Arms) == 0 {
+		return Report{}, fmt.Errorf("integrity: want arms, connections > 0 and a size of at least %d bytes", window)
+	}
+	if err := checkCCs(o.Arms); err != nil {
+		return Report{}, err
+	}
+	n, err := topo.Build(topo.Config{
+		Prefix:      o.Prefix,
+		Paths:       []int{0, 1},
+		Bottlenecks: []topo.Shaping{{}, {}},
+		Subflows:    true,
+		NoOffload:   true,
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	defer n.Close()
+	rep := Report{Kernel: kernelRelease(), Size: o.Size}
+	for _, a := range o.Arms {
+		r, err := runArm(ctx, n, a, o)
+		rep.Arms = append(rep.Arms, r)
+		if err != nil {
+			return rep, fmt.Errorf("arm %s: %w", a.Name, err)
+		}
+	}
+	return rep, nil
+}
+
+// checkCCs names the first arm whose congestion control the kernel lacks.
+func checkCCs(arms []Arm) error {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	if err != nil {
+		return err
+	}
+	have := strings.Fields(string(b))
+	for _, a := range arms {
+		found := false
+		for _, h := range have {
+			found = found || h == a.CC
+		}
+		if !found {
+			return fmt.Errorf("arm %s: congestion control %q is not registered (have %s): load ours with mptcp-cc load, or pick a built-in one", a.Name, a.CC, strings.Join(have, " "))
+		}
+	}
+	return nil
+}
+
+// result is what the server saw of one connection.
+type result struct {
+	seed    uint64
+	n       int
+	finding *Finding
+	err     error
+}
+
+func runArm(ctx context.Context, n *topo.Net, a Arm, o Options) (ArmResult, error) {
+	r := ArmResult{Arm: a}
+	csum := "0"
+	if a.Checksum {
+		csum = "1"
+	}
+	for _, ns := range []string{n.Client, n.Server} {
+		if err := sysctl(ns, "net/mptcp/checksum_enabled", csum); err != nil {
+			return r, err
+		}
+	}
+	mib0, err := kernel.MPTCPMIB(n.Server)
+	if err != nil {
+		return r, err
+	}
+	w, err := newWatch(n)
+	if err != nil {
+		return r, err
+	}
+	ln, err := xfer.ListenIn(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, nil)
+	if err != nil {
+		return r, err
+	}
+	defer ln.Close()
+	results := make(chan result, 1)
+	go serve(ln, o.Size, results)
+	remote := ln.Addr().(*net.TCPAddr).AddrPort()
+
+	start := time.Now()
+	base := uint64(time.Now().UnixNano())
+	var prev []byte
+	for i := 0; i < o.Conns; i++ {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		seed := base + uint64(i)
+		sent := Pattern(seed, o.Size)
+		dialed, cerr := send(n.Client, remote, a.CC, seed, sent)
+		var res result
+		if dialed {
+			select {
+			case res = <-results:
+			case <-time.After(connTimeout + 5*time.Second):
+				return r, fmt.Errorf("connection %d: the server never saw it end", i)
+			}
+		}
+		odd, err := w.next()
+		if err != nil {
+			return r, err
+		}
+		if len(odd) > 0 {
+			r.Flagged++
+		}
+		switch {
+		case res.err != nil || cerr != nil:
+			r.Failed++
+			if len(r.Errors) < maxErrors {
+				r.Errors = append(r.Errors, fmt.Sprintf("connection %d: %v", i, errors.Join(cerr, res.err)))
+			}
+		case res.seed != seed:
+			return r, fmt.Errorf("connection %d: the server saw seed %d, sent %d", i, res.seed, seed)
+		default:
+			r.Conns++
+			if f := res.finding; f != nil {
+				f.Conn = i
+				f.Counters = odd
+				if len(odd) > 0 {
+					r.WrongFlagged++
+				}
+				if prev != nil {
+					f.Prev = indexAll(prev, f.Got[:min(probe, len(f.Got))])
+				}
+				r.Wrong++
+				r.Findings = append(r.Findings, *f)
+			}
+		}
+		prev = sent
+		if o.Progress != nil && (i+1)%1000 == 0 {
+			fmt.Fprintf(o.Progress, "  %s: %d connections, %d with wrong bytes, %d failed\n", a.Name, i+1, r.Wrong, r.Failed)
+		}
+	}
+	r.Took = time.Since(start)
+	mib1, err := kernel.MPTCPMIB(n.Server)
+	if err != nil {
+		return r, err
+	}
+	r.MIB = map[string]uint64{}
+	for k, v := range mib1 {
+		if d := v - mib0[k]; d != 0 {
+			r.MIB[k] = d
+		}
+	}
+	r.Joins = r.MIB["MPJoinAckRx"]
+	return r, nil
+}
+
+// connTimeout bounds one connection: 256 KiB over an unshaped veth takes
+// milliseconds, so a connection still open after this has broken.
+const connTimeout = 20 * time.Second
+
+// send is the client side of one connection: the seed and length, the
+// payload, then it waits for the server's one-byte verdict, so that
+// connections do not overlap.
+func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []byte) (dialed bool, err error) {
+	c, err := xfer.Dial(ns, topo.ClientAddr(0), remote, true, func(fd int) error {
+		return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
+	})
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	return true, sendOn(c, seed, payload)
+}
+
+func sendOn(c *net.TCPConn, seed uint64, payload []byte) error {
+	_ = c.SetDeadline(time.Now().Add(connTimeout))
+	var hdr [16]byte
+	binary.BigEndian.PutUint64(hdr[:8], seed)
+	binary.BigEndian.PutUint64(hdr[8:], uint64(len(payload)))
+	if _, err := c.Write(hdr[:]); err != nil {
+		return fmt.Errorf("sending: %w", err)
+	}
+	if _, err := c.Write(payload); err != nil {
+		return fmt.Errorf("sending: %w", err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		return err
+	}
+	var verdict [1]byte
+	if _, err := io.ReadFull(c, verdict[:]); err != nil {
+		return fmt.Errorf("waiting for the server: %w", err)
+	}
+	return nil
+}
+
+// serve is the server: one connection at a time, each read to its end and
+// checked against the pattern its header names.
+func serve(ln net.Listener, size int, out chan<- result) {
+	buf := make([]byte, size+1)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		out <- receive(c, buf)
+		c.Close()
+	}
+}
+
+func receive(c net.Conn, buf []byte) result {
+	_ = c.SetDeadline(time.Now().Add(connTimeout))
+	var hdr [16]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return result{err: fmt.Errorf("server: reading the header: %w", err)}
+	}
+	r := result{seed: binary.BigEndian.Uint64(hdr[:8])}
+	size := binary.BigEndian.Uint64(hdr[8:])
+	if size+1 != uint64(len(buf)) {
+		r.err = fmt.Errorf("server: the client announced %d bytes, want %d", size, len(buf)-1)
+		return r
+	}
+	n, err := io.ReadFull(c, buf)
+	r.n = n
+	if err != io.ErrUnexpectedEOF && err != nil {
+		r.err = fmt.Errorf("server: after %d bytes: %w", n, err)
+		return r
+	}
+	if n != int(size) {
+		r.err = fmt.Errorf("server: %d bytes arrived, %d were sent", n, size)
+		return r
+	}
+	r.finding = Check(0, buf[:n], Pattern(r.seed, n), nil)
+	if _, err := c.Write([]byte{0}); err != nil {
+		r.err = fmt.Errorf("server: answering: %w", err)
+	}
+	return r
+}
+
+func sysctl(ns, key, val string) error {
+	return netns.Do(ns, func() error {
+		return os.WriteFile("/proc/sys/"+key, []byte(val), 0o644)
+	})
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// wilson is the proportion k/n and its 95% Wilson score interval.
+func wilson(k, n int) (p, lo, hi float64) {
+	if n == 0 {
+		return 0, 0, 1
+	}
+	const z = 1.959964
+	nf := float64(n)
+	p = float64(k) / nf
+	den := 1 + z*z/nf
+	mid := (p + z*z/(2*nf)) / den
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
+	return p, max(0, mid-half), min(1, mid+half)
+}
+
+// WriteText prints the report as a table of rates, then where the wrong
+// bytes of each arm began and where they had been sent.
+func (rep Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "kernel %s; %d-byte connections over two unshaped veth paths (offloads off), a join each\n\n", rep.Kernel, rep.Size)
+	fmt.Fprintf(w, "%-14s %7s %6s %24s %7s %7s %15s %8s\n", "arm", "conns", "wrong", "per 10,000 (95% CI)", "failed", "joins", "flagged (wrong)", "took")
+	for _, a := range rep.Arms {
+		rate, lo, hi := a.Rate()
+		fmt.Fprintf(w, "%-14s %7d %6d %24s %7d %7d %15s %8s\n", a.Name, a.Conns, a.Wrong,
+			fmt.Sprintf("%.1f (%.1f-%.1f)", rate, lo, hi), a.Failed, a.Joins,
+			fmt.Sprintf("%d (%d)", a.Flagged, a.WrongFlagged), a.Took.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s)\n", strings.Join(anomalies, ", "))
+	for _, a := range rep.Arms {
+		if len(a.Findings) == 0 && len(a.Errors) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", a.Name)
+		if csum := a.MIB["DataCsumErr"]; csum > 0 {
+			fmt.Fprintf(w, "  DSS checksum errors: %d\n", csum)
+		}
+		for _, e := range a.Errors {
+			fmt.Fprintf(w, "  failed: %s\n", e)
+		}
+		for _, f := range a.Findings {
+			where := f.Origin()
+			if d, ok := f.Shift(); ok {
+				where += fmt.Sprintf(" (%+d bytes away)", d)
+			}
+			fmt.Fprintf(w, "  connection %d: first wrong byte at payload offset %d; %d wrong, the first stretch %d long; %s; counters %s\n",
+				f.Conn, f.Offset, f.Wrong, f.Run, where, counters(f.Counters))
+		}
+	}
+}
+
+// anomalies are the MPTCP MIB counters that say something went wrong with
+// a connection's data or its mapping, rather than count routine work.
+var anomalies = []string{
+	"DSSNotMatching", "DSSNoMatchTCP", "DSSCorruptionFallback", "DSSCorruptionReset",
+	"DataCsumErr", "NoDSSInWindow", "InfiniteMapTx", "InfiniteMapRx", "MPFailTx", "MPFailRx",
+	"MPRstTx", "MPRstRx", "DssFallback", "MPCapableDataFallback", "MPCapableFallbackACK",
+	"MPCapableFallbackSYNACK", "FallbackFailed",
+}
+
+// watch reads the anomaly counters of both ends after every connection:
+// connections run one at a time, so what moved belongs to the last one.
+type watch struct {
+	ns   [2]string
+	last [2]map[string]uint64
+}
+
+func newWatch(n *topo.Net) (*watch, error) {
+	w := &watch{ns: [2]string{n.Client, n.Server}}
+	_, err := w.next()
+	return w, err
+}
+
+// next is what moved since the last call, as "client X" or "server X".
+func (w *watch) next() (map[string]uint64, error) {
+	var out map[string]uint64
+	for i, ns := range w.ns {
+		m, err := kernel.MPTCPMIB(ns)
+		if err != nil {
+			return nil, err
+		}
+		if w.last[i] != nil {
+			for _, k := range anomalies {
+				if d := m[k] - w.last[i][k]; d != 0 {
+					if out == nil {
+						out = map[string]uint64{}
+					}
+					out[[2]string{"client ", "server "}[i]+k] = d
+				}
+			}
+		}
+		w.last[i] = m
+	}
+	return out, nil
+}
+
+func counters(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, m[k])
+	}
+	return b.String()
+}

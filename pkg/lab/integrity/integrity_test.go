@@ -1,0 +1,76 @@
+package integrity_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/integrity"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+)
+
+// A short run of three arms (a kernel CC, ours, and DSS checksums on)
+// accounts for every connection, opens its joins, and removes its network.
+// Wrong bytes are counted, not failed: the fault is the kernel's, at a rate
+// of a few per 1,000 at most (docs/kernel-faults.md).
+func TestRunAccountsForEveryConnection(t *testing.T) {
+	testenv.RequireRoot(t)
+	root := testkernel.PinRoot(t)
+	lia := testkernel.Load(t, root, "lia", cc.Params{})
+	prefix := testenv.Unique("mpcc-")
+	const conns = 150
+	rep, err := integrity.Run(context.Background(), integrity.Options{
+		Prefix: prefix,
+		Arms:   []integrity.Arm{{Name: "cubic", CC: "cubic"}, {Name: "lia", CC: lia}, {Name: "cubic+csum", CC: "cubic", Checksum: true}},
+		Conns:  conns,
+		Size:   256 << 10,
+	})
+	t.Cleanup(func() { topo.CleanPrefix(prefix) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := topo.ListPrefix(prefix); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
+	}
+	for _, a := range rep.Arms {
+		rate, lo, hi := a.Rate()
+		t.Logf("%s: %d connections, %d wrong (%.1f per 10,000, %.1f-%.1f), %d failed, %d joins, %d flagged (%d wrong), in %v; %v",
+			a.Name, a.Conns, a.Wrong, rate, lo, hi, a.Failed, a.Joins, a.Flagged, a.WrongFlagged, a.Took, a.Errors)
+		for _, f := range a.Findings {
+			t.Logf("  connection %d: offset %d, %d wrong, run %d, %s, counters %v", f.Conn, f.Offset, f.Wrong, f.Run, f.Origin(), f.Counters)
+		}
+		if a.WrongFlagged > a.Wrong || a.WrongFlagged > a.Flagged || a.Flagged > conns {
+			t.Errorf("%s: %d flagged, %d of them wrong, %d wrong in all", a.Name, a.Flagged, a.WrongFlagged, a.Wrong)
+		}
+		if a.MIB["MPCapableACKRX"] != conns {
+			t.Errorf("%s: the server completed %d MP_CAPABLE handshakes, want %d", a.Name, a.MIB["MPCapableACKRX"], conns)
+		}
+		if a.Conns+a.Failed != conns || a.Failed > 0 {
+			t.Errorf("%s: %d checked + %d failed of %d", a.Name, a.Conns, a.Failed, conns)
+		}
+		if a.Joins < conns/2 {
+			t.Errorf("%s: only %d of %d connections joined a second subflow", a.Name, a.Joins, conns)
+		}
+		if a.Wrong > conns/20 {
+			t.Errorf("%s: %d of %d connections with wrong bytes: far above the kernel's rate", a.Name, a.Wrong, conns)
+		}
+	}
+}
+
+// An arm whose CC is not registered is refused before anything is built.
+func TestRunRefusesAMissingCC(t *testing.T) {
+	testenv.RequireRoot(t)
+	prefix := testenv.Unique("mpcc-")
+	_, err := integrity.Run(context.Background(), integrity.Options{
+		Prefix: prefix, Arms: []integrity.Arm{{Name: "nope", CC: "nope_cc"}}, Conns: 1, Size: 1 << 10,
+	})
+	if err == nil || !strings.Contains(err.Error(), `"nope_cc" is not registered`) {
+		t.Fatalf("err = %v", err)
+	}
+	if left, _ := topo.ListPrefix(prefix); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
+	}
+}
