@@ -47,7 +47,8 @@ func TestBadInput(t *testing.T) {
 		bad(1, []string{"integrity", "--conns", "0"}, "--conns 0", "1 or more"),
 		bad(1, []string{"integrity", "--size", "1"}, `--size "1"`, "1KiB to 1GiB"),
 		bad(1, []string{"integrity", "--size", "big"}, `--size "big"`),
-		bad(2, []string{"integrity", "cubic+pace"}, `arm "cubic+pace"`, "CC+csum"),
+		bad(2, []string{"integrity", "cubic+pace"}, `arm "cubic+pace": unknown option "pace"`, "csum, nojoin, offload, pacing"),
+		bad(2, []string{"integrity", "cubic+pacing"}, `arm "cubic+pacing"`, "our congestion controls"),
 		bad(1, []string{"integrity", "--conns", "1", "nope_cc"}, `"nope_cc" is not registered`, "mptcp-cc load"),
 	})
 }

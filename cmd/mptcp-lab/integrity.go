@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
@@ -23,8 +24,9 @@ const integrityHelp = `Runs many short MPTCP connections per arm over two unshap
 prints the rate of connections that delivered the right count of wrong
 bytes, with its 95% interval, and where each one's wrong bytes had been sent.
 An arm is a congestion control (a built-in one, or lia, olia, balia, rsf,
-which are loaded for the run), optionally with +csum for DSS checksums at
-both ends. docs/kernel-faults.md is the report made from it.`
+which are loaded for the run) with options, each after a '+': csum (DSS
+checksums at both ends), nojoin (one subflow), offload (TSO/GSO/GRO on),
+pacing (ours only: loaded with pacing on). docs/kernel-faults.md is the report made from it.`
 
 func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 	conns := fs.Int("conns", 10000, "connections per arm")
@@ -43,14 +45,13 @@ func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 			args = defaultArms
 		}
 		var arms []integrity.Arm
-		var specs []scenario.CCSpec
 		for _, s := range args {
 			a, err := integrity.ParseArm(s)
 			if err != nil {
 				return cli.Usagef("%v", err)
 			}
-			if _, err := cc.Lookup(a.CC); err == nil {
-				specs = append(specs, scenario.CCSpec{Name: a.CC, Algo: a.CC})
+			if _, err := cc.Lookup(a.CC); err != nil && a.Pacing {
+				return cli.Usagef("arm %q: pacing is a parameter of our congestion controls (%s); of the kernel's, bbr paces by itself", s, strings.Join(cc.Names(), ", "))
 			}
 			arms = append(arms, a)
 		}
@@ -59,15 +60,10 @@ func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 			return err
 		}
 		run := func() (integrity.Report, error) {
-			ccs, err := runner.LoadCCs(s.id, specs)
+			unload, err := loadArmCCs(s.id, arms)
+			defer unload()
 			if err != nil {
 				return integrity.Report{}, err
-			}
-			defer ccs.Unload()
-			for i := range arms {
-				if _, err := cc.Lookup(arms[i].CC); err == nil {
-					arms[i].CC = ccs.KernelName(scenario.CCSpec{Name: arms[i].CC, Algo: arms[i].CC})
-				}
 			}
 			fmt.Fprintf(os.Stderr, "mptcp-lab: %d connections per arm, arms %v (run %s)\n", *conns, args, s.id)
 			return integrity.Run(s.ctx, integrity.Options{Prefix: s.id.NSPrefix(), Arms: arms, Conns: *conns,
@@ -89,4 +85,35 @@ func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 		}
 		return err
 	}
+}
+
+// loadArmCCs loads our congestion controls the arms name, one per algorithm
+// and pacing, in the run's pin root (where CleanRun finds them), and
+// points the arms at them. unload removes what was loaded.
+func loadArmCCs(id runner.RunID, arms []integrity.Arm) (unload func(), err error) {
+	root := id.PinRoot()
+	loaded := map[string]string{} // algo[+pacing] -> registered name
+	unload = func() {
+		for _, name := range loaded {
+			_ = cc.Unload(name, root)
+		}
+	}
+	for i, arm := range arms {
+		a, err := cc.Lookup(arm.CC)
+		if err != nil {
+			continue // the kernel's own
+		}
+		key, name := a.Name, "l"+string(id)+"_"+a.Name
+		if arm.Pacing {
+			key, name = key+"+pacing", name+"p"
+		}
+		if loaded[key] == "" {
+			if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: cc.Params{Pacing: arm.Pacing}}); err != nil {
+				return unload, fmt.Errorf("loading %s as %s: %w", key, name, err)
+			}
+			loaded[key] = name
+		}
+		arms[i].CC = loaded[key]
+	}
+	return unload, nil
 }

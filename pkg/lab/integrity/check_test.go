@@ -91,9 +91,10 @@ func TestWilson(t *testing.T) {
 
 func TestParseArm(t *testing.T) {
 	for in, want := range map[string]Arm{
-		"cubic":       {Name: "cubic", CC: "cubic"},
-		"lia+csum":    {Name: "lia+csum", CC: "lia", Checksum: true},
-		"t_olia+csum": {Name: "t_olia+csum", CC: "t_olia", Checksum: true},
+		"cubic":               {Name: "cubic", CC: "cubic"},
+		"lia+csum":            {Name: "lia+csum", CC: "lia", Checksum: true},
+		"t_olia+pacing+csum":  {Name: "t_olia+pacing+csum", CC: "t_olia", Checksum: true, Pacing: true},
+		"reno+nojoin+offload": {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true},
 	} {
 		if got, err := ParseArm(in); err != nil || got != want {
 			t.Errorf("%q: %+v, %v", in, got, err)

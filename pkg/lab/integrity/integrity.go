@@ -32,18 +32,40 @@ import (
 
 // Arm is one configuration under test.
 type Arm struct {
-	Name     string `json:"name"`     // as reported, e.g. "cubic" or "cubic+csum"
+	Name     string `json:"name"`     // as given, e.g. "cubic" or "cubic+csum"
 	CC       string `json:"cc"`       // the congestion control the sockets ask for (registered name)
 	Checksum bool   `json:"checksum"` // net.mptcp.checksum_enabled=1 at both ends
+	NoJoin   bool   `json:"nojoin"`   // no second subflow: the client has no subflow endpoint
+	Offload  bool   `json:"offload"`  // TSO/GSO/GRO left on
+	// Pacing: the CC was loaded with pacing on (ours only; the caller
+	// loads it, this records it).
+	Pacing bool `json:"pacing"`
 }
 
-// ParseArm reads "CC" or "CC+csum". The CC is checked when the arm runs.
+// armOptions are what may follow a CC in an arm, each after a '+'.
+var armOptions = map[string]func(*Arm){
+	"csum":    func(a *Arm) { a.Checksum = true },
+	"nojoin":  func(a *Arm) { a.NoJoin = true },
+	"offload": func(a *Arm) { a.Offload = true },
+	"pacing":  func(a *Arm) { a.Pacing = true },
+}
+
+// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing.
+// The CC is checked when the arm runs.
 func ParseArm(s string) (Arm, error) {
-	name, opt, ok := strings.Cut(s, "+")
-	if name == "" || (ok && opt != "csum") {
-		return Arm{}, fmt.Errorf("arm %q: want CC or CC+csum (e.g. cubic, lia+csum)", s)
+	parts := strings.Split(s, "+")
+	a := Arm{Name: s, CC: parts[0]}
+	if a.CC == "" {
+		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing (e.g. cubic, lia+csum)", s)
 	}
-	return Arm{Name: s, CC: name, Checksum: ok}, nil
+	for _, o := range parts[1:] {
+		set, ok := armOptions[o]
+		if !ok {
+			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing", s, o)
+		}
+		set(&a)
+	}
+	return a, nil
 }
 
 // Options of a run.
@@ -97,26 +119,40 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := checkCCs(o.Arms); err != nil {
 		return Report{}, err
 	}
-	n, err := topo.Build(topo.Config{
-		Prefix:      o.Prefix,
-		Paths:       []int{0, 1},
-		Bottlenecks: []topo.Shaping{{}, {}},
-		Subflows:    true,
-		NoOffload:   true,
-	})
-	if err != nil {
-		return Report{}, err
-	}
-	defer n.Close()
 	rep := Report{Kernel: kernelRelease(), Size: o.Size}
 	for _, a := range o.Arms {
-		r, err := runArm(ctx, n, a, o)
+		r, err := runArm(ctx, a, o)
 		rep.Arms = append(rep.Arms, r)
 		if err != nil {
 			return rep, fmt.Errorf("arm %s: %w", a.Name, err)
 		}
 	}
 	return rep, nil
+}
+
+// build is an arm's network, its own: two unshaped paths, a subflow
+// endpoint on the second unless the arm has no join, DSS checksums as the
+// arm says.
+func build(a Arm, prefix string) (*topo.Net, error) {
+	n, err := topo.Build(topo.Config{
+		Prefix:      prefix,
+		Paths:       []int{0, 1},
+		Bottlenecks: []topo.Shaping{{}, {}},
+		Subflows:    !a.NoJoin,
+		NoOffload:   !a.Offload,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.Checksum {
+		for _, ns := range []string{n.Client, n.Server} {
+			if err := sysctl(ns, "net/mptcp/checksum_enabled", "1"); err != nil {
+				n.Close()
+				return nil, err
+			}
+		}
+	}
+	return n, nil
 }
 
 // checkCCs names the first arm whose congestion control the kernel lacks.
@@ -146,17 +182,13 @@ type result struct {
 	err     error
 }
 
-func runArm(ctx context.Context, n *topo.Net, a Arm, o Options) (ArmResult, error) {
+func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	r := ArmResult{Arm: a}
-	csum := "0"
-	if a.Checksum {
-		csum = "1"
+	n, err := build(a, o.Prefix)
+	if err != nil {
+		return r, err
 	}
-	for _, ns := range []string{n.Client, n.Server} {
-		if err := sysctl(ns, "net/mptcp/checksum_enabled", csum); err != nil {
-			return r, err
-		}
-	}
+	defer n.Close()
 	mib0, err := kernel.MPTCPMIB(n.Server)
 	if err != nil {
 		return r, err
@@ -355,7 +387,7 @@ func wilson(k, n int) (p, lo, hi float64) {
 // WriteText prints the report as a table of rates, then where the wrong
 // bytes of each arm began and where they had been sent.
 func (rep Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "kernel %s; %d-byte connections over two unshaped veth paths (offloads off), a join each\n\n", rep.Kernel, rep.Size)
+	fmt.Fprintf(w, "kernel %s; %d-byte connections over two unshaped veth paths, offloads off and a join each unless the arm says +offload or +nojoin\n\n", rep.Kernel, rep.Size)
 	fmt.Fprintf(w, "%-14s %7s %6s %24s %7s %7s %15s %8s\n", "arm", "conns", "wrong", "per 10,000 (95% CI)", "failed", "joins", "flagged (wrong)", "took")
 	for _, a := range rep.Arms {
 		rate, lo, hi := a.Rate()

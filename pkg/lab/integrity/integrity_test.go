@@ -12,7 +12,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
-// A short run of three arms (a kernel CC, ours, and DSS checksums on)
+// A short run of four arms (a kernel CC, ours, DSS checksums on, and no
+// join with offloads on)
 // accounts for every connection, opens its joins, and removes its network.
 // Wrong bytes are counted, not failed: the fault is the kernel's, at a rate
 // of a few per 1,000 at most (docs/kernel-faults.md).
@@ -24,9 +25,10 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 	const conns = 150
 	rep, err := integrity.Run(context.Background(), integrity.Options{
 		Prefix: prefix,
-		Arms:   []integrity.Arm{{Name: "cubic", CC: "cubic"}, {Name: "lia", CC: lia}, {Name: "cubic+csum", CC: "cubic", Checksum: true}},
-		Conns:  conns,
-		Size:   256 << 10,
+		Arms: []integrity.Arm{{Name: "cubic", CC: "cubic"}, {Name: "lia", CC: lia},
+			{Name: "cubic+csum", CC: "cubic", Checksum: true}, {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true}},
+		Conns: conns,
+		Size:  256 << 10,
 	})
 	t.Cleanup(func() { topo.CleanPrefix(prefix) })
 	if err != nil {
@@ -51,7 +53,10 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 		if a.Conns+a.Failed != conns || a.Failed > 0 {
 			t.Errorf("%s: %d checked + %d failed of %d", a.Name, a.Conns, a.Failed, conns)
 		}
-		if a.Joins < conns/2 {
+		if a.NoJoin && a.Joins != 0 {
+			t.Errorf("%s: %d joins, want none", a.Name, a.Joins)
+		}
+		if !a.NoJoin && a.Joins < conns/2 {
 			t.Errorf("%s: only %d of %d connections joined a second subflow", a.Name, a.Joins, conns)
 		}
 		if a.Wrong > conns/20 {
