@@ -45,6 +45,7 @@ func TestBadInput(t *testing.T) {
 		bad(1, []string{"report", "/nonexistent/spec.yaml"}, "/nonexistent/spec.yaml", "no such file"),
 		bad(2, []string{"report", "/nonexistent/spec.yaml", "--results"}, "flag needs an argument: -results"),
 		bad(1, []string{"integrity", "--conns", "0"}, "--conns 0", "1 or more"),
+		bad(1, []string{"integrity", "--parallel", "0"}, "--parallel 0", "1 to 256"),
 		bad(1, []string{"integrity", "--size", "1"}, `--size "1"`, "1KiB to 1GiB"),
 		bad(1, []string{"integrity", "--size", "big"}, `--size "big"`),
 		bad(2, []string{"integrity", "cubic+pace"}, `arm "cubic+pace": unknown option "pace"`, "csum, nojoin, offload, pacing"),

@@ -31,11 +31,15 @@ pacing (ours only: loaded with pacing on). docs/kernel-faults.md is the report m
 func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 	conns := fs.Int("conns", 10000, "connections per arm")
 	size := fs.String("size", "256KiB", "payload per connection")
+	parallel := fs.Int("parallel", 1, "connections at once (above 1, MIB counters are not tied to connections)")
 	jsonOut := fs.String("json", "", "also write the report, every finding included, as JSON to this file")
 	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests)")
 	return func(args []string, stdout io.Writer) error {
 		if *conns < 1 {
 			return fmt.Errorf("--conns %d: want 1 or more connections per arm", *conns)
+		}
+		if *parallel < 1 || *parallel > 256 {
+			return fmt.Errorf("--parallel %d: want 1 to 256 connections at once", *parallel)
 		}
 		bytes, err := scenario.ParseSize(*size)
 		if err != nil || bytes < 1024 || bytes > 1<<30 {
@@ -67,7 +71,7 @@ func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 			}
 			fmt.Fprintf(os.Stderr, "mptcp-lab: %d connections per arm, arms %v (run %s)\n", *conns, args, s.id)
 			return integrity.Run(s.ctx, integrity.Options{Prefix: s.id.NSPrefix(), Arms: arms, Conns: *conns,
-				Size: int(bytes), Progress: os.Stderr})
+				Size: int(bytes), Parallel: *parallel, Progress: os.Stderr})
 		}
 		rep, err := run()
 		if cerr := s.close(); cerr != nil {

@@ -49,7 +49,7 @@ var app = (&cli.App{
 		{Name: "report", Summary: "tables and charts of results next to the paper's numbers",
 			Usage: "SPEC.yaml... [--results DIR]", Positional: true, Flags: cmdReport},
 		{Name: "integrity", Summary: "measure how often MPTCP connections deliver wrong bytes, per congestion control",
-			Usage: "[ARM...] [--conns N] [--size BYTES] [--json FILE]", Help: integrityHelp, Positional: true,
+			Usage: "[ARM...] [--conns N] [--size BYTES] [--parallel N] [--json FILE]", Help: integrityHelp, Positional: true,
 			Values: defaultArms, Flags: cmdIntegrity},
 		{Name: janitorCmd, Hidden: true, Positional: true, Flags: func(*flag.FlagSet) cli.Action {
 			return func(args []string, _ io.Writer) error { janitor(args); return nil }

@@ -3,6 +3,7 @@ package integrity
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 )
 
@@ -40,14 +41,20 @@ type Finding struct {
 	Want   []byte `json:"want"`   // what was sent there
 	// Where the probe bytes from Offset were sent: offsets in this
 	// connection's payload (a misplaced segment: the kernel's mapping or
-	// reassembly), in the previous connection's (data of a closed
-	// connection: reuse of memory), or neither (overwritten memory).
-	Here []int64 `json:"here,omitempty"`
-	Prev []int64 `json:"prev,omitempty"`
-	Zero bool    `json:"zero"` // the probe bytes are all zero
+	// reassembly), in another connection's (data crossing connections:
+	// reuse of memory), or neither (overwritten memory).
+	Here  []int64 `json:"here,omitempty"`
+	Other []Place `json:"other,omitempty"`
+	Zero  bool    `json:"zero"` // the probe bytes are all zero
 	// Counters of something amiss that moved during the connection (see
 	// anomalies), at either end.
 	Counters map[string]uint64 `json:"counters,omitempty"`
+}
+
+// Place is where bytes were sent: an offset in a connection's payload.
+type Place struct {
+	Conn   int   `json:"conn"`
+	Offset int64 `json:"offset"`
 }
 
 // Origin says in words where a finding's wrong bytes came from.
@@ -55,12 +62,23 @@ func (f Finding) Origin() string {
 	switch {
 	case len(f.Here) > 0:
 		return "sent elsewhere in this connection"
-	case len(f.Prev) > 0:
-		return "sent by the previous connection"
+	case len(f.Other) > 0:
+		return fmt.Sprintf("sent by connection %d at offset %d", f.Other[0].Conn, f.Other[0].Offset)
 	case f.Zero:
 		return "zeros"
 	}
 	return "sent nowhere"
+}
+
+// LookIn records where in another connection's payload the wrong bytes
+// had been sent, if anywhere.
+func (f *Finding) LookIn(conn int, payload []byte) {
+	if len(f.Got) < probe {
+		return
+	}
+	for _, off := range indexAll(payload, f.Got[:probe]) {
+		f.Other = append(f.Other, Place{Conn: conn, Offset: off})
+	}
 }
 
 // Shift is, for wrong bytes sent elsewhere in this connection, how far
@@ -76,7 +94,7 @@ func (f Finding) Shift() (int64, bool) {
 // Check compares what a connection delivered with what was sent. It
 // returns nil when every byte is right. Length differences are the
 // caller's to report; Check compares the bytes both have.
-func Check(conn int, got, sent, prev []byte) *Finding {
+func Check(conn int, got, sent []byte) *Finding {
 	n := min(len(got), len(sent))
 	first := -1
 	for i := 0; i < n; i++ {
@@ -108,7 +126,6 @@ func Check(conn int, got, sent, prev []byte) *Finding {
 	if end-first >= probe {
 		p := got[first : first+probe]
 		f.Here = indexAll(sent, p)
-		f.Prev = indexAll(prev, p)
 		f.Zero = bytes.Count(p, []byte{0}) == probe
 	}
 	return f

@@ -24,7 +24,7 @@ func TestPatternIsPerSeed(t *testing.T) {
 // zeros and overwritten memory.
 func TestCheckLocatesWrongBytes(t *testing.T) {
 	sent, prev := Pattern(7, 64<<10), Pattern(6, 64<<10)
-	if f := Check(0, sent, sent, prev); f != nil {
+	if f := Check(0, sent, sent); f != nil {
 		t.Fatalf("identical bytes: %+v", f)
 	}
 	cases := []struct {
@@ -37,14 +37,15 @@ func TestCheckLocatesWrongBytes(t *testing.T) {
 		{"an earlier segment where a later one belongs", func(b []byte) { copy(b[20000:21448], sent[18552:20000]) },
 			"sent elsewhere in this connection", 20000, 1448},
 		{"the previous connection's bytes", func(b []byte) { copy(b[30000:30100], prev[100:200]) },
-			"sent by the previous connection", 30000, 100},
+			"sent by connection 2 at offset 100", 30000, 100},
 		{"zeros", func(b []byte) { clear(b[40000:40064]) }, "zeros", 40000, 64},
 		{"bytes sent nowhere", func(b []byte) { copy(b[50000:], Pattern(99, 40)) }, "sent nowhere", 50000, 40},
 	}
 	for _, c := range cases {
 		got := bytes.Clone(sent)
 		c.mangle(got)
-		f := Check(3, got, sent, prev)
+		f := Check(3, got, sent)
+		f.LookIn(2, prev)
 		if f == nil {
 			t.Fatalf("%s: not found", c.name)
 		}
@@ -54,7 +55,7 @@ func TestCheckLocatesWrongBytes(t *testing.T) {
 			t.Errorf("%s: offset %d, run %d, wrong %d; want %d, %d", c.name, f.Offset, f.Run, f.Wrong, c.offset, c.run)
 		}
 		if f.Origin() != c.origin {
-			t.Errorf("%s: origin %q (here %v, prev %v)", c.name, f.Origin(), f.Here, f.Prev)
+			t.Errorf("%s: origin %q (here %v, other %v)", c.name, f.Origin(), f.Here, f.Other)
 		}
 		if !bytes.Equal(f.Got, got[f.Offset:f.Offset+window]) || !bytes.Equal(f.Want, sent[f.Offset:f.Offset+window]) {
 			t.Errorf("%s: the kept window is not the bytes at the offset", c.name)
@@ -62,7 +63,7 @@ func TestCheckLocatesWrongBytes(t *testing.T) {
 	}
 	got := bytes.Clone(sent)
 	copy(got[20000:21448], sent[18552:20000])
-	if d, ok := Check(0, got, sent, prev).Shift(); !ok || d != -1448 {
+	if d, ok := Check(0, got, sent).Shift(); !ok || d != -1448 {
 		t.Errorf("shift %d %v, want -1448", d, ok)
 	}
 }
@@ -72,8 +73,9 @@ func TestCheckAtTheEnd(t *testing.T) {
 	sent := Pattern(1, 1000)
 	got := bytes.Clone(sent)
 	got[995] ^= 1
-	f := Check(0, got, sent, nil)
-	if f == nil || f.Offset != 995 || f.Wrong != 1 || len(f.Got) != 5 || f.Here != nil {
+	f := Check(0, got, sent)
+	f.LookIn(1, Pattern(2, 1000))
+	if f == nil || f.Offset != 995 || f.Wrong != 1 || len(f.Got) != 5 || f.Here != nil || f.Other != nil {
 		t.Fatalf("%+v", f)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -74,6 +75,7 @@ type Options struct {
 	Arms     []Arm
 	Conns    int       // connections per arm
 	Size     int       // payload bytes per connection
+	Parallel int       // connections at once (default 1)
 	Progress io.Writer // a line per arm and every 1,000 connections; nil: quiet
 }
 
@@ -86,12 +88,15 @@ type ArmResult struct {
 	Joins  uint64 `json:"joins"`  // MP_JOINs the server completed (MPJoinAckRx)
 	// Connections during which a counter of something amiss moved (see
 	// anomalies), and how many of them delivered wrong bytes.
-	Flagged      int               `json:"flagged"`
-	WrongFlagged int               `json:"wrong_flagged"`
-	MIB          map[string]uint64 `json:"mib"` // the server's MPTCP MIB counters that moved
-	Findings     []Finding         `json:"findings,omitempty"`
-	Errors       []string          `json:"errors,omitempty"` // the first few failures, in words
-	Took         time.Duration     `json:"took"`
+	Flagged      int `json:"flagged"`
+	WrongFlagged int `json:"wrong_flagged"`
+	// Attributed: connections ran one at a time, so the counters could be
+	// tied to them (Flagged and Counters are not measured otherwise).
+	Attributed bool              `json:"attributed"`
+	MIB        map[string]uint64 `json:"mib"` // the server's MPTCP MIB counters that moved
+	Findings   []Finding         `json:"findings,omitempty"`
+	Errors     []string          `json:"errors,omitempty"` // the first few failures, in words
+	Took       time.Duration     `json:"took"`
 }
 
 // Rate is wrong connections per 10,000, with the 95% Wilson interval.
@@ -102,9 +107,10 @@ func (r ArmResult) Rate() (rate, lo, hi float64) {
 
 // Report is a whole run.
 type Report struct {
-	Kernel string      `json:"kernel"`
-	Size   int         `json:"size"`
-	Arms   []ArmResult `json:"arms"`
+	Kernel   string      `json:"kernel"`
+	Size     int         `json:"size"`
+	Parallel int         `json:"parallel"`
+	Arms     []ArmResult `json:"arms"`
 }
 
 // maxErrors is how many failures an arm keeps in words.
@@ -119,7 +125,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := checkCCs(o.Arms); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Kernel: kernelRelease(), Size: o.Size}
+	rep := Report{Kernel: kernelRelease(), Size: o.Size, Parallel: max(1, o.Parallel)}
 	for _, a := range o.Arms {
 		r, err := runArm(ctx, a, o)
 		rep.Arms = append(rep.Arms, r)
@@ -182,6 +188,14 @@ type result struct {
 	err     error
 }
 
+// outcome is one connection, as both ends saw it.
+type outcome struct {
+	i, seed uint64
+	dialed  bool
+	res     result
+	err     error // the client's
+}
+
 func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	r := ArmResult{Arm: a}
 	n, err := build(a, o.Prefix)
@@ -193,71 +207,98 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	if err != nil {
 		return r, err
 	}
-	w, err := newWatch(n)
-	if err != nil {
-		return r, err
-	}
 	ln, err := xfer.ListenIn(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, nil)
 	if err != nil {
 		return r, err
 	}
 	defer ln.Close()
-	results := make(chan result, 1)
-	go serve(ln, o.Size, results)
+	verdicts := &verdicts{m: map[uint64]chan result{}}
+	go serve(ln, o.Size, verdicts.deliver)
 	remote := ln.Addr().(*net.TCPAddr).AddrPort()
+	base := uint64(time.Now().UnixNano())
+	one := func(i uint64) outcome {
+		seed := base + i
+		ch := verdicts.expect(seed)
+		defer verdicts.forget(seed)
+		out := outcome{i: i, seed: seed}
+		out.dialed, out.err = send(n.Client, remote, a.CC, seed, Pattern(seed, o.Size))
+		if out.dialed {
+			select {
+			case out.res = <-ch:
+			case <-time.After(connTimeout + 5*time.Second):
+				out.res.err = errors.New("the server never reported on it")
+			}
+		}
+		return out
+	}
+
+	// One at a time, the MIB counters that moved belong to the connection
+	// that just ended; with several at once they belong to none.
+	var w *watch
+	if o.Parallel <= 1 {
+		if w, err = newWatch(n); err != nil {
+			return r, err
+		}
+	}
+	r.Attributed = w != nil
+	stop := make(chan struct{})
+	defer close(stop)
+	outcomes, ack := make(chan outcome), make(chan struct{})
+	jobs := make(chan uint64)
+	go func() {
+		defer close(jobs)
+		for i := uint64(0); i < uint64(o.Conns) && ctx.Err() == nil; i++ {
+			select {
+			case jobs <- i:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range max(1, o.Parallel) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				select {
+				case outcomes <- one(i):
+				case <-stop:
+					return
+				}
+				if w != nil {
+					select {
+					case <-ack: // the counters are read: next
+					case <-stop:
+						return
+					}
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(outcomes) }()
 
 	start := time.Now()
-	base := uint64(time.Now().UnixNano())
-	var prev []byte
-	for i := 0; i < o.Conns; i++ {
-		if err := ctx.Err(); err != nil {
-			return r, err
-		}
-		seed := base + uint64(i)
-		sent := Pattern(seed, o.Size)
-		dialed, cerr := send(n.Client, remote, a.CC, seed, sent)
-		var res result
-		if dialed {
-			select {
-			case res = <-results:
-			case <-time.After(connTimeout + 5*time.Second):
-				return r, fmt.Errorf("connection %d: the server never saw it end", i)
+	done := 0
+	for out := range outcomes {
+		var odd map[string]uint64
+		if w != nil {
+			if odd, err = w.next(); err != nil {
+				return r, err
 			}
-		}
-		odd, err := w.next()
-		if err != nil {
-			return r, err
-		}
-		if len(odd) > 0 {
-			r.Flagged++
-		}
-		switch {
-		case res.err != nil || cerr != nil:
-			r.Failed++
-			if len(r.Errors) < maxErrors {
-				r.Errors = append(r.Errors, fmt.Sprintf("connection %d: %v", i, errors.Join(cerr, res.err)))
+			if len(odd) > 0 {
+				r.Flagged++
 			}
-		case res.seed != seed:
-			return r, fmt.Errorf("connection %d: the server saw seed %d, sent %d", i, res.seed, seed)
-		default:
-			r.Conns++
-			if f := res.finding; f != nil {
-				f.Conn = i
-				f.Counters = odd
-				if len(odd) > 0 {
-					r.WrongFlagged++
-				}
-				if prev != nil {
-					f.Prev = indexAll(prev, f.Got[:min(probe, len(f.Got))])
-				}
-				r.Wrong++
-				r.Findings = append(r.Findings, *f)
-			}
+			ack <- struct{}{}
 		}
-		prev = sent
-		if o.Progress != nil && (i+1)%1000 == 0 {
-			fmt.Fprintf(o.Progress, "  %s: %d connections, %d with wrong bytes, %d failed\n", a.Name, i+1, r.Wrong, r.Failed)
+		r.take(out, odd, o)
+		done++
+		if o.Progress != nil && done%1000 == 0 {
+			fmt.Fprintf(o.Progress, "  %s: %d connections, %d with wrong bytes, %d failed\n", a.Name, done, r.Wrong, r.Failed)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return r, err
 	}
 	r.Took = time.Since(start)
 	mib1, err := kernel.MPTCPMIB(n.Server)
@@ -272,6 +313,68 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	}
 	r.Joins = r.MIB["MPJoinAckRx"]
 	return r, nil
+}
+
+// take counts one connection. A finding's wrong bytes are also looked for
+// in the payloads of the connections that ran about when it did.
+func (r *ArmResult) take(out outcome, odd map[string]uint64, o Options) {
+	i := int(out.i)
+	switch {
+	case !out.dialed || out.err != nil || out.res.err != nil:
+		r.Failed++
+		if len(r.Errors) < maxErrors {
+			r.Errors = append(r.Errors, fmt.Sprintf("connection %d: %v", i, errors.Join(out.err, out.res.err)))
+		}
+	default:
+		r.Conns++
+		f := out.res.finding
+		if f == nil {
+			return
+		}
+		f.Conn, f.Counters = i, odd
+		if len(odd) > 0 {
+			r.WrongFlagged++
+		}
+		near := max(1, o.Parallel)
+		for j := max(0, i-near); j <= min(o.Conns-1, i+near); j++ {
+			if j != i {
+				f.LookIn(j, Pattern(out.seed-uint64(i)+uint64(j), o.Size))
+			}
+		}
+		r.Wrong++
+		r.Findings = append(r.Findings, *f)
+	}
+}
+
+// verdicts routes what the server found to the client waiting for it.
+type verdicts struct {
+	mu sync.Mutex
+	m  map[uint64]chan result
+}
+
+func (v *verdicts) expect(seed uint64) chan result {
+	ch := make(chan result, 1)
+	v.mu.Lock()
+	v.m[seed] = ch
+	v.mu.Unlock()
+	return ch
+}
+
+func (v *verdicts) forget(seed uint64) {
+	v.mu.Lock()
+	delete(v.m, seed)
+	v.mu.Unlock()
+}
+
+// deliver hands r to its client; a verdict nobody waits for (a header that
+// did not arrive, a client that gave up) is dropped: the client counts it.
+func (v *verdicts) deliver(r result) {
+	v.mu.Lock()
+	ch := v.m[r.seed]
+	v.mu.Unlock()
+	if ch != nil {
+		ch <- r
+	}
 }
 
 // connTimeout bounds one connection: 256 KiB over an unshaped veth takes
@@ -313,17 +416,22 @@ func sendOn(c *net.TCPConn, seed uint64, payload []byte) error {
 	return nil
 }
 
-// serve is the server: one connection at a time, each read to its end and
-// checked against the pattern its header names.
-func serve(ln net.Listener, size int, out chan<- result) {
-	buf := make([]byte, size+1)
+// serve is the server: each connection read to its end and checked
+// against the pattern its header names.
+func serve(ln net.Listener, size int, deliver func(result)) {
+	bufs := sync.Pool{New: func() any { return make([]byte, size+1) }}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		out <- receive(c, buf)
-		c.Close()
+		go func() {
+			buf := bufs.Get().([]byte)
+			r := receive(c, buf)
+			c.Close()
+			bufs.Put(buf)
+			deliver(r)
+		}()
 	}
 }
 
@@ -349,7 +457,7 @@ func receive(c net.Conn, buf []byte) result {
 		r.err = fmt.Errorf("server: %d bytes arrived, %d were sent", n, size)
 		return r
 	}
-	r.finding = Check(0, buf[:n], Pattern(r.seed, n), nil)
+	r.finding = Check(0, buf[:n], Pattern(r.seed, n))
 	if _, err := c.Write([]byte{0}); err != nil {
 		r.err = fmt.Errorf("server: answering: %w", err)
 	}
@@ -387,15 +495,15 @@ func wilson(k, n int) (p, lo, hi float64) {
 // WriteText prints the report as a table of rates, then where the wrong
 // bytes of each arm began and where they had been sent.
 func (rep Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "kernel %s; %d-byte connections over two unshaped veth paths, offloads off and a join each unless the arm says +offload or +nojoin\n\n", rep.Kernel, rep.Size)
+	fmt.Fprintf(w, "kernel %s; %d-byte connections, %d at a time, over two unshaped veth paths, offloads off and a join each unless the arm says +offload or +nojoin\n\n", rep.Kernel, rep.Size, rep.Parallel)
 	fmt.Fprintf(w, "%-14s %7s %6s %24s %7s %7s %15s %8s\n", "arm", "conns", "wrong", "per 10,000 (95% CI)", "failed", "joins", "flagged (wrong)", "took")
 	for _, a := range rep.Arms {
 		rate, lo, hi := a.Rate()
 		fmt.Fprintf(w, "%-14s %7d %6d %24s %7d %7d %15s %8s\n", a.Name, a.Conns, a.Wrong,
 			fmt.Sprintf("%.1f (%.1f-%.1f)", rate, lo, hi), a.Failed, a.Joins,
-			fmt.Sprintf("%d (%d)", a.Flagged, a.WrongFlagged), a.Took.Round(100*time.Millisecond))
+			flagged(a), a.Took.Round(100*time.Millisecond))
 	}
-	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s)\n", strings.Join(anomalies, ", "))
+	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s); only measured when connections run one at a time\n", strings.Join(anomalies, ", "))
 	for _, a := range rep.Arms {
 		if len(a.Findings) == 0 && len(a.Errors) == 0 {
 			continue
@@ -480,4 +588,11 @@ func counters(m map[string]uint64) string {
 		fmt.Fprintf(&b, "%s %d", k, m[k])
 	}
 	return b.String()
+}
+
+func flagged(a ArmResult) string {
+	if !a.Attributed {
+		return "n/a (parallel)"
+	}
+	return fmt.Sprintf("%d (%d)", a.Flagged, a.WrongFlagged)
 }
