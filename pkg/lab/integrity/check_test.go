@@ -97,6 +97,7 @@ func TestParseArm(t *testing.T) {
 		"lia+csum":            {Name: "lia+csum", CC: "lia", Checksum: true},
 		"t_olia+pacing+csum":  {Name: "t_olia+pacing+csum", CC: "t_olia", Checksum: true, Pacing: true},
 		"reno+nojoin+offload": {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true},
+		"cubic+close":         {Name: "cubic+close", CC: "cubic", CloseEarly: true},
 	} {
 		if got, err := ParseArm(in); err != nil || got != want {
 			t.Errorf("%q: %+v, %v", in, got, err)

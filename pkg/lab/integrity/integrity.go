@@ -38,6 +38,10 @@ type Arm struct {
 	Checksum bool   `json:"checksum"` // net.mptcp.checksum_enabled=1 at both ends
 	NoJoin   bool   `json:"nojoin"`   // no second subflow: the client has no subflow endpoint
 	Offload  bool   `json:"offload"`  // TSO/GSO/GRO left on
+	// CloseEarly: the client closes its socket as soon as the payload is
+	// written (the kernel sends the rest), instead of half-closing and
+	// waiting for the server's verdict.
+	CloseEarly bool `json:"close_early"`
 	// Pacing: the CC was loaded with pacing on (ours only; the caller
 	// loads it, this records it).
 	Pacing bool `json:"pacing"`
@@ -49,20 +53,21 @@ var armOptions = map[string]func(*Arm){
 	"nojoin":  func(a *Arm) { a.NoJoin = true },
 	"offload": func(a *Arm) { a.Offload = true },
 	"pacing":  func(a *Arm) { a.Pacing = true },
+	"close":   func(a *Arm) { a.CloseEarly = true },
 }
 
-// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing.
+// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close.
 // The CC is checked when the arm runs.
 func ParseArm(s string) (Arm, error) {
 	parts := strings.Split(s, "+")
 	a := Arm{Name: s, CC: parts[0]}
 	if a.CC == "" {
-		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing (e.g. cubic, lia+csum)", s)
+		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close (e.g. cubic, lia+csum)", s)
 	}
 	for _, o := range parts[1:] {
 		set, ok := armOptions[o]
 		if !ok {
-			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing", s, o)
+			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close", s, o)
 		}
 		set(&a)
 	}
@@ -221,7 +226,7 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		ch := verdicts.expect(seed)
 		defer verdicts.forget(seed)
 		out := outcome{i: i, seed: seed}
-		out.dialed, out.err = send(n.Client, remote, a.CC, seed, Pattern(seed, o.Size))
+		out.dialed, out.err = send(n.Client, remote, a.CC, seed, Pattern(seed, o.Size), a.CloseEarly)
 		if out.dialed {
 			select {
 			case out.res = <-ch:
@@ -382,9 +387,9 @@ func (v *verdicts) deliver(r result) {
 const connTimeout = 20 * time.Second
 
 // send is the client side of one connection: the seed and length, the
-// payload, then it waits for the server's one-byte verdict, so that
-// connections do not overlap.
-func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []byte) (dialed bool, err error) {
+// payload, then it half-closes and waits for the server's one-byte
+// verdict; or, closeEarly, it closes at once.
+func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []byte, closeEarly bool) (dialed bool, err error) {
 	c, err := xfer.Dial(ns, topo.ClientAddr(0), remote, true, func(fd int) error {
 		return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
 	})
@@ -392,19 +397,26 @@ func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []by
 		return false, err
 	}
 	defer c.Close()
-	return true, sendOn(c, seed, payload)
+	return true, sendOn(c, seed, payload, closeEarly)
 }
 
-func sendOn(c *net.TCPConn, seed uint64, payload []byte) error {
+func sendOn(c *net.TCPConn, seed uint64, payload []byte, closeEarly bool) error {
 	_ = c.SetDeadline(time.Now().Add(connTimeout))
 	var hdr [16]byte
 	binary.BigEndian.PutUint64(hdr[:8], seed)
-	binary.BigEndian.PutUint64(hdr[8:], uint64(len(payload)))
+	size := uint64(len(payload))
+	if closeEarly {
+		size |= noVerdict
+	}
+	binary.BigEndian.PutUint64(hdr[8:], size)
 	if _, err := c.Write(hdr[:]); err != nil {
 		return fmt.Errorf("sending: %w", err)
 	}
 	if _, err := c.Write(payload); err != nil {
 		return fmt.Errorf("sending: %w", err)
+	}
+	if closeEarly {
+		return nil // the deferred Close, with the payload still in flight
 	}
 	if err := c.CloseWrite(); err != nil {
 		return err
@@ -415,6 +427,10 @@ func sendOn(c *net.TCPConn, seed uint64, payload []byte) error {
 	}
 	return nil
 }
+
+// noVerdict, in the header's length, says the client closes as soon as it
+// has written, and waits for no verdict.
+const noVerdict = 1 << 63
 
 // serve is the server: each connection read to its end and checked
 // against the pattern its header names.
@@ -443,6 +459,8 @@ func receive(c net.Conn, buf []byte) result {
 	}
 	r := result{seed: binary.BigEndian.Uint64(hdr[:8])}
 	size := binary.BigEndian.Uint64(hdr[8:])
+	answer := size&noVerdict == 0
+	size &^= noVerdict
 	if size+1 != uint64(len(buf)) {
 		r.err = fmt.Errorf("server: the client announced %d bytes, want %d", size, len(buf)-1)
 		return r
@@ -458,6 +476,9 @@ func receive(c net.Conn, buf []byte) result {
 		return r
 	}
 	r.finding = Check(0, buf[:n], Pattern(r.seed, n))
+	if !answer {
+		return r
+	}
 	if _, err := c.Write([]byte{0}); err != nil {
 		r.err = fmt.Errorf("server: answering: %w", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
-// A short run of four arms (a kernel CC, ours, DSS checksums on, and no
-// join with offloads on)
+// A short run of five arms (a kernel CC, ours, DSS checksums on, no join
+// with offloads on, and a client that closes at once)
 // accounts for every connection, opens its joins, and removes its network.
 // Wrong bytes are counted, not failed: the fault is the kernel's, at a rate
 // of a few per 1,000 at most (docs/kernel-faults.md).
@@ -26,7 +26,8 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 	rep, err := integrity.Run(context.Background(), integrity.Options{
 		Prefix: prefix,
 		Arms: []integrity.Arm{{Name: "cubic", CC: "cubic"}, {Name: "lia", CC: lia},
-			{Name: "cubic+csum", CC: "cubic", Checksum: true}, {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true}},
+			{Name: "cubic+csum", CC: "cubic", Checksum: true}, {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true},
+			{Name: "cubic+close", CC: "cubic", CloseEarly: true}},
 		Conns: conns,
 		Size:  256 << 10,
 	})
