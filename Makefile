@@ -33,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-kernel-vm
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -174,3 +174,12 @@ REPRO_ARMS  ?=
 repro-kernel: build
 	mkdir -p $(REPRO_OUT)
 	flock $(REPRO_LOCK) bin/mptcp-lab integrity --conns $(REPRO_CONNS) --json $(REPRO_OUT)/integrity.json $(REPRO_ARMS)
+
+# The same in the shared test kernel's VM (QEMU without KVM: slow, so fewer
+# connections): cubic, our LIA, cubic with DSS checksums; the report goes to
+# lab-results/integrity-vm.
+REPRO_VM_CONNS ?= 2000
+
+repro-kernel-vm: deps generate
+	MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) flock $(REPRO_LOCK) \
+		$(GO) test -count=1 -timeout 0 -run '^TestIntegrityInVM$$' -v ./pkg/lab/integrity/
