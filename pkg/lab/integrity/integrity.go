@@ -1,11 +1,12 @@
 // Package integrity reproduces the kernel fault our transfers found: MPTCP
 // connections that deliver the right number of bytes, but wrong ones. It
-// runs many short connections per arm (a congestion control, with or
-// without DSS checksums) over two unshaped veth paths with a join each,
-// checks every byte against a seeded pattern of its own (not pkg/xfer's:
-// an independent check), and reports the rate per arm with its confidence
-// interval and, for each bad connection, where its wrong bytes had been
-// sent. docs/kernel-faults.md is the report written from it.
+// runs many short connections per arm (a congestion control, with options:
+// DSS checksums, no join, offloads on, pacing, an early close) over two
+// unshaped veth paths, checks every byte against a seeded pattern of its
+// own (not pkg/xfer's: an independent check), and reports the rate per arm
+// with its confidence interval and, for each bad connection, where its
+// wrong bytes had been sent and which MIB counters of something amiss
+// moved. docs/kernel-faults.md is the report written from it.
 package integrity
 
 import (
@@ -18,6 +19,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -121,8 +123,8 @@ type Report struct {
 // maxErrors is how many failures an arm keeps in words.
 const maxErrors = 5
 
-// Run builds the network, runs every arm in turn and removes the network.
-// The arms' congestion controls must be registered already.
+// Run runs every arm in turn, each on a network of its own that it
+// removes after. The arms' congestion controls must be registered already.
 func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Conns <= 0 || o.Size < window || len(o.Arms) == 0 {
 		return Report{}, fmt.Errorf("integrity: want arms, connections > 0 and a size of at least %d bytes", window)
@@ -174,11 +176,7 @@ func checkCCs(arms []Arm) error {
 	}
 	have := strings.Fields(string(b))
 	for _, a := range arms {
-		found := false
-		for _, h := range have {
-			found = found || h == a.CC
-		}
-		if !found {
+		if !slices.Contains(have, a.CC) {
 			return fmt.Errorf("arm %s: congestion control %q is not registered (have %s): load ours with mptcp-cc load, or pick a built-in one", a.Name, a.CC, strings.Join(have, " "))
 		}
 	}
@@ -188,7 +186,6 @@ func checkCCs(arms []Arm) error {
 // result is what the server saw of one connection.
 type result struct {
 	seed    uint64
-	n       int
 	finding *Finding
 	err     error
 }
@@ -466,7 +463,6 @@ func receive(c net.Conn, buf []byte) result {
 		return r
 	}
 	n, err := io.ReadFull(c, buf)
-	r.n = n
 	if err != io.ErrUnexpectedEOF && err != nil {
 		r.err = fmt.Errorf("server: after %d bytes: %w", n, err)
 		return r
