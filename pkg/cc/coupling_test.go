@@ -40,8 +40,11 @@ func bdpBytes(rate float64) uint32 { return uint32(rate / 8 * (2 * oneWay).Secon
 // sessions, 2 and 3 runs). A CI run on a busy host, steal not measured
 // then, had Reno 3.81x and LIA 1.64x: such runs are now repeated (meter).
 // 1.5x leaves room for the spread and is still well below what uncoupled
-// subflows take, and Reno must clear 1.8x in the same test, so that the two
-// stay apart.
+// subflows take. Reno must clear 1.6x in the same test, so that the two
+// stay apart, and each coupled CC must take less than Reno did. (Reno had
+// to clear 1.8x until a CI run measured 1.79x, runs of 1.62-2.03x, while
+// the coupled CCs took 0.61-0.90x: the separation was there, the bound sat
+// inside Reno's own spread.)
 func TestCouplingSharedBottleneck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: measured transfers")
@@ -66,11 +69,11 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 		return mp / tcp
 	}
 
-	r := measure("reno")
-	m.check(r >= 1.8, "uncoupled Reno on 4 subflows took %.2fx the TCP flow; expected clearly more (>= 1.8x): the test cannot tell coupling apart", r)
+	reno := measure("reno")
+	m.check(reno >= 1.6, "uncoupled Reno on 4 subflows took %.2fx the TCP flow; expected clearly more (>= 1.6x): the test cannot tell coupling apart", reno)
 	for _, a := range cc.Algorithms() {
 		r := measure(testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget}))
-		m.check(r <= 1.5, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want <= 1.5", a.Name, r)
+		m.check(r <= 1.5 && r < reno, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want <= 1.5 and less than uncoupled Reno's %.2fx", a.Name, r, reno)
 	}
 }
 
