@@ -98,6 +98,7 @@ func TestParseArm(t *testing.T) {
 		"t_olia+pacing+csum":  {Name: "t_olia+pacing+csum", CC: "t_olia", Checksum: true, Pacing: true},
 		"reno+nojoin+offload": {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true},
 		"cubic+close":         {Name: "cubic+close", CC: "cubic", CloseEarly: true},
+		"cubic+busy":          {Name: "cubic+busy", CC: "cubic", Busy: true},
 	} {
 		if got, err := ParseArm(in); err != nil || got != want {
 			t.Errorf("%q: %+v, %v", in, got, err)

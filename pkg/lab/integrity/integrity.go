@@ -44,6 +44,10 @@ type Arm struct {
 	// written (the kernel sends the rest), instead of half-closing and
 	// waiting for the server's verdict.
 	CloseEarly bool `json:"close_early"`
+	// Busy: bulk MPTCP transfers run on another network of their own
+	// throughout the arm (load from other namespaces, as when a test suite
+	// runs beside it).
+	Busy bool `json:"busy"`
 	// Pacing: the CC was loaded with pacing on (ours only; the caller
 	// loads it, this records it).
 	Pacing bool `json:"pacing"`
@@ -56,20 +60,21 @@ var armOptions = map[string]func(*Arm){
 	"offload": func(a *Arm) { a.Offload = true },
 	"pacing":  func(a *Arm) { a.Pacing = true },
 	"close":   func(a *Arm) { a.CloseEarly = true },
+	"busy":    func(a *Arm) { a.Busy = true },
 }
 
-// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close.
+// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close, busy.
 // The CC is checked when the arm runs.
 func ParseArm(s string) (Arm, error) {
 	parts := strings.Split(s, "+")
 	a := Arm{Name: s, CC: parts[0]}
 	if a.CC == "" {
-		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close (e.g. cubic, lia+csum)", s)
+		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy (e.g. cubic, lia+csum)", s)
 	}
 	for _, o := range parts[1:] {
 		set, ok := armOptions[o]
 		if !ok {
-			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close", s, o)
+			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy", s, o)
 		}
 		set(&a)
 	}
@@ -205,6 +210,13 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		return r, err
 	}
 	defer n.Close()
+	if a.Busy {
+		stop, err := busy(o.Prefix)
+		if err != nil {
+			return r, err
+		}
+		defer stop()
+	}
 	mib0, err := kernel.MPTCPMIB(n.Server)
 	if err != nil {
 		return r, err
@@ -612,4 +624,37 @@ func flagged(a ArmResult) string {
 		return "n/a (parallel)"
 	}
 	return fmt.Sprintf("%d (%d)", a.Flagged, a.WrongFlagged)
+}
+
+// busy starts bulk MPTCP transfers, one after another, on a network of
+// their own (two unshaped paths, a join each), until stop.
+func busy(prefix string) (stop func(), err error) {
+	n, err := topo.Build(topo.Config{Prefix: prefix, Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoVerify: true})
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			// Short enough that stop waits little for the last one.
+			_, _ = xfer.Run(xfer.Options{NS: n.Client, Remote: srv.Addr(), MPTCP: true, For: 500 * time.Millisecond})
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		srv.Close()
+		n.Close()
+	}, nil
 }

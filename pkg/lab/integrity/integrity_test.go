@@ -12,8 +12,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
-// A short run of five arms (a kernel CC, ours, DSS checksums on, no join
-// with offloads on, and a client that closes at once)
+// A short run of six arms (a kernel CC, ours, DSS checksums on, no join
+// with offloads on, a client that closes at once, and bulk transfers on
+// another network meanwhile)
 // accounts for every connection, opens its joins, and removes its network.
 // Wrong bytes are counted, not failed: the fault is the kernel's, at a rate
 // of a few per 1,000 at most (docs/kernel-faults.md).
@@ -27,7 +28,7 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 		Prefix: prefix,
 		Arms: []integrity.Arm{{Name: "cubic", CC: "cubic"}, {Name: "lia", CC: lia},
 			{Name: "cubic+csum", CC: "cubic", Checksum: true}, {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true},
-			{Name: "cubic+close", CC: "cubic", CloseEarly: true}},
+			{Name: "cubic+close", CC: "cubic", CloseEarly: true}, {Name: "cubic+busy", CC: "cubic", Busy: true}},
 		Conns: conns,
 		Size:  256 << 10,
 	})
