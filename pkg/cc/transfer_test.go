@@ -129,7 +129,7 @@ func TestNoEntriesAfterChurn(t *testing.T) {
 	}
 	// Linux 6.18's MPTCP delivers wrong bytes in about 1 of 10,000 of
 	// these connections whatever the CC (docs/kernel-faults.md: 6 in about
-	// 167,000 on a quiet host, kernel cubic and our LIA alike). A CC cannot
+	// 187,000 on a quiet host, kernel cubic and our LIA alike). A CC cannot
 	// change payload, so they are counted here, and only a rate far above
 	// the kernel's fails (more than 3 in 1,000).
 	if len(corrupted) > 0 {
