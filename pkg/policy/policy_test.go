@@ -247,9 +247,14 @@ func TestPolicyRules(t *testing.T) {
 		{"IPv6 rule", helperConn{Remote: to(netip.IPv6Loopback(), lo.Addr().Port())}, balia},
 		{"IPv4 twin of the IPv6 rule", helperConn{Remote: to(netip.MustParseAddr("127.0.0.1"), lo.Addr().Port())}, ""},
 	}
+	// Every connection must outlive the checks of all before it: the
+	// helper reports the locals only once all eight have started, and
+	// each expected CC may take up to a second to show. 800 ms was too
+	// short on a loaded CI host (every connection had ended before it
+	// was looked at).
 	var conns []helperConn
 	for _, c := range cases {
-		c.conn.ForMs = 800
+		c.conn.ForMs = 4000
 		conns = append(conns, c.conn)
 	}
 	h := spawn(t, cg, helperConfig{Mode: "client", NS: e.net.Client, Conns: conns})
