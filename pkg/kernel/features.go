@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
-	"golang.org/x/sys/unix"
 )
 
 // Features is what this kernel offers the project, as `mptcp-cc version`
@@ -40,10 +39,7 @@ const (
 // Probe reads the kernel's features. It needs no privileges.
 func Probe() Features {
 	var f Features
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		f.Release = unix.ByteSliceToString(u.Release[:])
-	}
+	f.Release = Release()
 	if b, err := os.ReadFile("/proc/sys/net/mptcp/enabled"); err == nil {
 		f.MPTCP = strings.TrimSpace(string(b)) == "1"
 	}

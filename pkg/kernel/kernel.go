@@ -72,6 +72,15 @@ func EnsureBPFFS(root string) error {
 	return nil
 }
 
+// Release is the running kernel's release (uname -r), or "" if unknown.
+func Release() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
 // CongestionControls lists the congestion controls the kernel offers.
 func CongestionControls() ([]string, error) {
 	b, err := os.ReadFile(AvailablePath)

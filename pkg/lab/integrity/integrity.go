@@ -137,7 +137,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err := checkCCs(o.Arms); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Kernel: kernelRelease(), Size: o.Size, Parallel: max(1, o.Parallel)}
+	rep := Report{Kernel: kernel.Release(), Size: o.Size, Parallel: max(1, o.Parallel)}
 	for _, a := range o.Arms {
 		r, err := runArm(ctx, a, o)
 		rep.Arms = append(rep.Arms, r)
@@ -175,11 +175,10 @@ func build(a Arm, prefix string) (*topo.Net, error) {
 
 // checkCCs names the first arm whose congestion control the kernel lacks.
 func checkCCs(arms []Arm) error {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	have, err := kernel.CongestionControls()
 	if err != nil {
 		return err
 	}
-	have := strings.Fields(string(b))
 	for _, a := range arms {
 		if !slices.Contains(have, a.CC) {
 			return fmt.Errorf("arm %s: congestion control %q is not registered (have %s): load ours with mptcp-cc load, or pick a built-in one", a.Name, a.CC, strings.Join(have, " "))
@@ -497,14 +496,6 @@ func sysctl(ns, key, val string) error {
 	return netns.Do(ns, func() error {
 		return os.WriteFile("/proc/sys/"+key, []byte(val), 0o644)
 	})
-}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return "unknown"
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // wilson is the proportion k/n and its 95% Wilson score interval.

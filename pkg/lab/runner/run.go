@@ -20,8 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
 )
@@ -128,7 +127,7 @@ func (o Options) cases(f *scenario.File) ([]scenario.Case, error) {
 func newSummary(f *scenario.File, o Options, ccs *CCSet, cases []scenario.Case) *report.Summary {
 	loaded, _ := json.Marshal(ccs.Loaded())
 	sum := &report.Summary{Scenario: f.Name, File: f.Path, Run: string(o.ID), Command: o.Command, Started: time.Now(),
-		Kernel: kernelRelease(), Commit: gitCommit(), SweepName: f.SweepName, SweepValues: f.SweepVals,
+		Kernel: kernel.Release(), Commit: gitCommit(), SweepName: f.SweepName, SweepValues: f.SweepVals,
 		CCs: loaded, Reference: f.References}
 	variantSeen := map[string]bool{}
 	for _, c := range cases {
@@ -192,14 +191,6 @@ func usesIperf(cases []scenario.Case) bool {
 		}
 	}
 	return false
-}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 func gitCommit() string {
