@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
@@ -44,8 +45,8 @@ algorithms: [{algo: olia, name: %s}]
 metrics: {listen_address: "127.0.0.1:0"}
 events: {namespaces: [%s]}
 `, root, name, n.Client))
-	url := d.ready()
-	pid := d.cmd.Process.Pid
+	url := d.Ready()
+	pid := d.Cmd.Process.Pid
 	rssIdle, _ := procStatus(t, pid)
 
 	// The server holds every accepted connection open.
@@ -108,7 +109,7 @@ events: {namespaces: [%s]}
 	}
 	want := fmt.Sprintf(`mptcp_cc_algorithm_subflows{cc="%s",algo="olia"} %d`, name, 2*conns)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		body := get(t, url)
+		body := servetest.Get(t, url)
 		if strings.Contains(body, want) {
 			break
 		}
@@ -147,8 +148,8 @@ events: {namespaces: [%s]}
 	if rss >= 64 {
 		t.Errorf("daemon RSS %.1f MiB, want < 64 MiB", rss)
 	}
-	if code := d.stop(syscall.SIGTERM); code != 0 {
-		t.Errorf("SIGTERM: exit %d\n%s", code, d.logs())
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("SIGTERM: exit %d\n%s", code, d.Logs())
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
@@ -107,7 +108,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 
 	// Counted, and the gauge has the connection; the other one is not
 	// controlled (its port is not in the filter).
-	body := get(t, url)
+	body := servetest.Get(t, url)
 	toBest := 0
 	for _, m := range switchLine.FindAllStringSubmatch(body, -1) {
 		if m[2] == n.Client && m[3] == "best-path" {

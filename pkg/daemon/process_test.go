@@ -1,21 +1,17 @@
 package daemon_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
@@ -30,119 +26,13 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // mptcpCC builds the real binary once per test run.
 func mptcpCC(t *testing.T) string { return testenv.Binary(t, "../../cmd/mptcp-cc") }
 
-// daemonProc is a running `mptcp-cc serve`.
-type daemonProc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	log  strings.Builder
-	addr chan string
-	done chan struct{}
-}
-
-var addrRe = regexp.MustCompile(`address=http://(\S+)/metrics`)
-
-func startDaemon(t *testing.T, config string, args ...string) *daemonProc {
+func startDaemon(t *testing.T, config string, args ...string) *servetest.Proc {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{t: t, addr: make(chan string, 1), done: make(chan struct{})}
-	d.cmd = exec.Command(mptcpCC(t), append([]string{"serve", "--config", file}, args...)...)
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd.Stdout = d.cmd.Stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(d.done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			d.mu.Lock()
-			d.log.WriteString(line + "\n")
-			d.mu.Unlock()
-			if m := addrRe.FindStringSubmatch(line); m != nil {
-				select {
-				case d.addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			_ = d.cmd.Process.Kill()
-			_ = d.cmd.Wait()
-		}
-	})
-	return d
-}
-
-func (d *daemonProc) logs() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.log.String()
-}
-
-// ready waits for the metrics address the daemon logs once it is up.
-func (d *daemonProc) ready() string {
-	d.t.Helper()
-	select {
-	case a := <-d.addr:
-		return "http://" + a + "/metrics"
-	case <-d.done:
-		_ = d.cmd.Wait()
-		d.t.Fatalf("the daemon exited before serving (%v):\n%s", d.cmd.ProcessState, d.logs())
-	case <-time.After(30 * time.Second):
-		d.t.Fatalf("the daemon did not serve within 30 s:\n%s", d.logs())
-	}
-	return ""
-}
-
-// stop signals the daemon and returns its exit code.
-func (d *daemonProc) stop(sig syscall.Signal) int {
-	d.t.Helper()
-	if err := d.cmd.Process.Signal(sig); err != nil {
-		d.t.Fatal(err)
-	}
-	<-d.done
-	_ = d.cmd.Wait()
-	return d.cmd.ProcessState.ExitCode()
-}
-
-// wait returns the exit code and output of a daemon expected to exit.
-func (d *daemonProc) wait() (int, string) {
-	d.t.Helper()
-	select {
-	case <-d.done:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		d.t.Fatalf("the daemon did not exit:\n%s", d.logs())
-	}
-	_ = d.cmd.Wait()
-	return d.cmd.ProcessState.ExitCode(), d.logs()
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
-	}
-	return string(b)
+	return servetest.Start(t, mptcpCC(t), file, args...)
 }
 
 // registeredCount counts a name in the kernel's list (to see duplicates).
@@ -174,8 +64,8 @@ algorithms:
   - {algo: lia, name: %s, lisa: true}
 metrics: {listen_address: "127.0.0.1:0"}
 `, root, name))
-	url := d.ready()
-	body := get(t, url)
+	url := d.Ready()
+	body := servetest.Get(t, url)
 	for _, want := range []string{
 		fmt.Sprintf(`mptcp_cc_algorithm_info{cc="%s",algo="lia",lisa="true",trace="false"} 1`, name),
 		fmt.Sprintf(`mptcp_cc_algorithm_subflows{cc="%s",algo="lia"} 0`, name),
@@ -188,8 +78,8 @@ metrics: {listen_address: "127.0.0.1:0"}
 	if !cc.IsRegistered(name) {
 		t.Fatalf("%s not registered while the daemon runs", name)
 	}
-	if code := d.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit %d after SIGTERM:\n%s", code, d.logs())
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, d.Logs())
 	}
 	if cc.IsRegistered(name) {
 		t.Errorf("%s still registered after SIGTERM with on_exit remove", name)
@@ -197,8 +87,8 @@ metrics: {listen_address: "127.0.0.1:0"}
 	if l, err := cc.List(root); err != nil || len(l) != 0 {
 		t.Errorf("pins left: %+v %v", l, err)
 	}
-	if !strings.Contains(d.logs(), "unloaded") {
-		t.Errorf("no unload logged:\n%s", d.logs())
+	if !strings.Contains(d.Logs(), "unloaded") {
+		t.Errorf("no unload logged:\n%s", d.Logs())
 	}
 }
 
@@ -223,14 +113,14 @@ events: {namespaces: [%s]}
 	}
 
 	d := startDaemon(t, config(false))
-	d.ready()
-	if !strings.Contains(d.logs(), "loaded") {
-		t.Fatalf("first start did not load:\n%s", d.logs())
+	d.Ready()
+	if !strings.Contains(d.Logs(), "loaded") {
+		t.Fatalf("first start did not load:\n%s", d.Logs())
 	}
 
 	srv, c := testkernel.Transfer(t, n, xfer.Options{CC: name, Bytes: 6 << 20})
 	time.Sleep(500 * time.Millisecond)
-	if code := d.stop(syscall.SIGKILL); code != -1 {
+	if code := d.Stop(syscall.SIGKILL); code != -1 {
 		t.Fatalf("SIGKILL: exit %d", code)
 	}
 	if !cc.IsRegistered(name) {
@@ -239,9 +129,9 @@ events: {namespaces: [%s]}
 
 	// Restart while the transfer runs: adopted, same parameters.
 	d = startDaemon(t, config(false))
-	url := d.ready()
-	if !strings.Contains(d.logs(), "adopted") || strings.Contains(d.logs(), "level=ERROR") {
-		t.Fatalf("restart did not adopt cleanly:\n%s", d.logs())
+	url := d.Ready()
+	if !strings.Contains(d.Logs(), "adopted") || strings.Contains(d.Logs(), "level=ERROR") {
+		t.Fatalf("restart did not adopt cleanly:\n%s", d.Logs())
 	}
 	if got := registeredCount(t, name); got != 1 {
 		t.Fatalf("%s listed %d times after the restart", name, got)
@@ -249,7 +139,7 @@ events: {namespaces: [%s]}
 	if l, err := cc.List(root); err != nil || len(l) != 1 {
 		t.Fatalf("after the restart: %+v %v", l, err)
 	}
-	body := get(t, url)
+	body := servetest.Get(t, url)
 	res, err := c.Wait()
 	if err != nil {
 		t.Fatalf("transfer across the kill: %v", err)
@@ -267,15 +157,15 @@ events: {namespaces: [%s]}
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`mptcp_cc_pm_events_total{netns="%s",type="CREATED"}`, n.Client)
-	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(get(t, url), want); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(servetest.Get(t, url), want); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("/metrics lacks %s", want)
 		}
 	}
 
 	// SIGTERM with keep: still registered.
-	if code := d.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs())
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d\n%s", code, d.Logs())
 	}
 	if !cc.IsRegistered(name) {
 		t.Fatal("on_exit keep unregistered the CC")
@@ -283,15 +173,15 @@ events: {namespaces: [%s]}
 
 	// Restart with other parameters: updated in place, no reload.
 	d = startDaemon(t, config(true))
-	d.ready()
-	if !strings.Contains(d.logs(), "parameters updated") {
-		t.Errorf("changed parameters not reported:\n%s", d.logs())
+	d.Ready()
+	if !strings.Contains(d.Logs(), "parameters updated") {
+		t.Errorf("changed parameters not reported:\n%s", d.Logs())
 	}
 	l, err := cc.List(root)
 	if err != nil || len(l) != 1 || !l[0].Params.LISA {
 		t.Errorf("parameters after the update: %+v %v", l, err)
 	}
-	if code := d.stop(syscall.SIGTERM); code != 0 {
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM: exit %d", code)
 	}
 	if err := cc.Unload(name, root); err != nil {
@@ -318,20 +208,20 @@ policies:
 metrics: {listen_address: "127.0.0.1:0"}
 events: {enabled: false}
 `, root, name, filepath.Base(cg), cg))
-	url := d.ready()
+	url := d.Ready()
 	atts, err := policy.List(proot)
 	if err != nil || len(atts) != 1 || atts[0].Cgroup != cg || len(atts[0].Rules) != 2 {
-		t.Fatalf("policies while serving: %+v %v\n%s", atts, err, d.logs())
+		t.Fatalf("policies while serving: %+v %v\n%s", atts, err, d.Logs())
 	}
-	body := get(t, url)
+	body := servetest.Get(t, url)
 	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_rule_info{cc="%s",cgroup="%s",dst="any",dst_port="0",tcp="false"} 1`, name, cg)) {
 		t.Errorf("/metrics lacks the policy rule:\n%s", grep(body, "policy"))
 	}
 	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_errors_total{cgroup="%s"} 0`, cg)) {
 		t.Errorf("/metrics lacks the policy's error counter:\n%s", grep(body, "policy"))
 	}
-	if code := d.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs())
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d\n%s", code, d.Logs())
 	}
 	if atts, err := policy.List(proot); err != nil || len(atts) != 0 {
 		t.Errorf("policies after on_exit remove: %+v %v", atts, err)
@@ -421,7 +311,7 @@ func TestServeBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := startDaemon(t, "bpffs: "+root+"\n"+c.config, c.args...)
-			code, out := d.wait()
+			code, out := d.Wait()
 			if code == 0 {
 				t.Fatalf("exit 0:\n%s", out)
 			}

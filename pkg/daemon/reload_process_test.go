@@ -15,6 +15,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
@@ -37,20 +38,10 @@ func pinnedLinkID(t *testing.T, pin string) uint32 {
 	return uint32(info.ID)
 }
 
-// waitLog waits until the daemon's log holds n lines containing s.
-func (d *daemonProc) waitLog(s string, n int) {
-	d.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); strings.Count(d.logs(), s) < n; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("the daemon did not log %q %d time(s) within 30 s:\n%s", s, n, d.logs())
-		}
-	}
-}
-
 // waitMetric waits until a scrape contains line.
 func waitMetric(t *testing.T, url, line string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(get(t, url), line); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(servetest.Get(t, url), line); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("/metrics did not show %q within 30 s", line)
 		}
@@ -187,13 +178,13 @@ metrics: {listen_address: "127.0.0.1:0"}
 events: {enabled: false}
 `, root, kept, dropped, tuned, renamed, cg)
 	d := startDaemon(t, first)
-	file := d.cmd.Args[3]
-	url := d.ready()
+	file := d.Cmd.Args[3]
+	url := d.Ready()
 	before := readKernelState(t, root, proot, cg)
 	if before.names() != strings.Join(sortedStrings(dropped, kept, renamed, tuned), " ") || len(before.rules) != 2 || len(before.polLinks) != 1 {
-		t.Fatalf("after the start: %+v\n%s", before, d.logs())
+		t.Fatalf("after the start: %+v\n%s", before, d.Logs())
 	}
-	body := get(t, url)
+	body := servetest.Get(t, url)
 	for _, want := range []string{`mptcp_cc_config_reloads_total{result="success"} 0`, `mptcp_cc_config_reloads_total{result="failure"} 0`, "mptcp_cc_config_last_reload_successful 1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics at start lacks %q", want)
@@ -223,10 +214,10 @@ events: {enabled: false}
 	time.Sleep(100 * time.Millisecond)
 	reloadStart := time.Now()
 	okBefore := sc.ok.Load()
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	d.waitLog("configuration reloaded", 1)
+	d.WaitLog("configuration reloaded", 1)
 	took, during := time.Since(reloadStart), sc.ok.Load()-okBefore
 	time.Sleep(100 * time.Millisecond)
 	ok, failed, firstErr := sc.end()
@@ -237,8 +228,8 @@ events: {enabled: false}
 	}
 	// A scrape that caught a pin directory half made would have lost every
 	// algorithm's series and logged this.
-	if strings.Contains(d.logs(), "level=ERROR") || strings.Contains(d.logs(), "reading the BPF maps") {
-		t.Errorf("errors logged, or a scrape failed to read the maps:\n%s", d.logs())
+	if strings.Contains(d.Logs(), "level=ERROR") || strings.Contains(d.Logs(), "reading the BPF maps") {
+		t.Errorf("errors logged, or a scrape failed to read the maps:\n%s", d.Logs())
 	}
 
 	after := readKernelState(t, root, proot, cg)
@@ -269,7 +260,7 @@ events: {enabled: false}
 	if fmt.Sprint(after.polLinks) != fmt.Sprint(before.polLinks) {
 		t.Errorf("the policy program's cgroup link changed: %v -> %v", before.polLinks, after.polLinks)
 	}
-	body = get(t, url)
+	body = servetest.Get(t, url)
 	for _, want := range []string{
 		`mptcp_cc_config_reloads_total{result="success"} 1`, "mptcp_cc_config_last_reload_successful 1",
 		fmt.Sprintf(`mptcp_cc_algorithm_info{cc="%s",algo="balia"`, added),
@@ -293,19 +284,19 @@ events: {enabled: false}
 		if err := os.WriteFile(file, []byte(b.config), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		// A refusal logs a line per problem: count the reloads instead.
 		waitMetric(t, url, fmt.Sprintf(`mptcp_cc_config_reloads_total{result="failure"} %d`, i+1))
-		if !strings.Contains(d.logs(), b.want) {
-			t.Errorf("the refusal does not name the problem %q:\n%s", b.want, grep(d.logs(), "refused"))
+		if !strings.Contains(d.Logs(), b.want) {
+			t.Errorf("the refusal does not name the problem %q:\n%s", b.want, grep(d.Logs(), "refused"))
 		}
 		if now := readKernelState(t, root, proot, cg); fmt.Sprint(now) != fmt.Sprint(after) {
 			t.Errorf("a refused reload changed the kernel:\n%+v\nwas\n%+v", now, after)
 		}
 	}
-	body = get(t, url)
+	body = servetest.Get(t, url)
 	for _, want := range []string{`mptcp_cc_config_reloads_total{result="success"} 1`, fmt.Sprintf(`mptcp_cc_config_reloads_total{result="failure"} %d`, len(bad)), "mptcp_cc_config_last_reload_successful 0"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics after refused reloads lacks %q", want)
@@ -316,15 +307,15 @@ events: {enabled: false}
 	if err := os.WriteFile(file, []byte(strings.Replace(second, `"127.0.0.1:0"`, `"localhost:0"`, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	d.waitLog("configuration reloaded", 2)
-	newURL := d.ready()
+	d.WaitLog("configuration reloaded", 2)
+	newURL := d.Ready()
 	if newURL == url {
 		t.Fatalf("the address did not change: %s", newURL)
 	}
-	if body := get(t, newURL); !strings.Contains(body, `mptcp_cc_config_reloads_total{result="success"} 2`) {
+	if body := servetest.Get(t, newURL); !strings.Contains(body, `mptcp_cc_config_reloads_total{result="success"} 2`) {
 		t.Errorf("the new address does not serve the metrics:\n%s", grep(body, "reload"))
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -337,11 +328,11 @@ events: {enabled: false}
 	}
 
 	// on_exit remove takes out what the reloaded configuration names.
-	if code := d.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("SIGTERM: exit %d\n%s", code, d.logs())
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("SIGTERM: exit %d\n%s", code, d.Logs())
 	}
 	if testing.Verbose() {
-		t.Logf("the daemon's log:\n%s", d.logs())
+		t.Logf("the daemon's log:\n%s", d.Logs())
 	}
 	for _, n := range []string{kept, added, tuned, renamed} {
 		if cc.IsRegistered(n) {

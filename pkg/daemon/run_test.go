@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
@@ -108,16 +108,7 @@ func runAsync(t *testing.T, cfg Config, pe PolicyEngine) (stop func() error, err
 // metricsBody scrapes a running daemon's metrics.
 func metricsBody(t *testing.T, addr net.Addr) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr.String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return servetest.Get(t, "http://"+addr.String()+"/metrics")
 }
 
 // runAsyncAddr is runAsync that also returns the metrics address.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
@@ -37,8 +38,8 @@ func TestServeNetnsScheduler(t *testing.T) {
 	})
 	config := fmt.Sprintf("bpffs: %s\non_exit: remove\nnetns_schedulers:\n  - {netns: %s, scheduler: default}\n  - {scheduler: %s}\nmetrics: {listen_address: \"127.0.0.1:0\"}\nevents: {enabled: false}\n", root, ns, own)
 	d := startDaemon(t, config)
-	url := d.ready()
-	body := get(t, url)
+	url := d.Ready()
+	body := servetest.Get(t, url)
 	for _, want := range []string{
 		fmt.Sprintf(`mptcp_cc_netns_scheduler_info{netns="%s",scheduler="default"} 1`, ns),
 		fmt.Sprintf(`mptcp_cc_netns_scheduler_info{netns="host",scheduler="%s"} 1`, own),
@@ -53,18 +54,18 @@ func TestServeNetnsScheduler(t *testing.T) {
 	if err := netns.Delete(ns); err != nil {
 		t.Fatal(err)
 	}
-	body = get(t, url)
+	body = servetest.Get(t, url)
 	if !strings.Contains(body, "mptcp_cc_scrape_error 1") || strings.Contains(body, `netns="`+ns+`"`) || !strings.Contains(body, `netns="host"`) {
 		t.Errorf("after deleting %s:\n%s", ns, grep(body, "netns_scheduler_info")+"\n"+grep(body, "scrape_error"))
 	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(d.logs(), ns); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(d.Logs(), ns); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("the warning does not name %s:\n%s", ns, d.logs())
+			t.Errorf("the warning does not name %s:\n%s", ns, d.Logs())
 			break
 		}
 	}
-	if code := d.stop(syscall.SIGTERM); code != 0 {
-		t.Errorf("exit %d:\n%s", code, d.logs())
+	if code := d.Stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit %d:\n%s", code, d.Logs())
 	}
 	if cur, _ := sched.Current(""); cur != own {
 		t.Errorf("on_exit remove changed this namespace's scheduler from %s to %s", own, cur)
