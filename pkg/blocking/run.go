@@ -19,7 +19,10 @@ type Options struct {
 	Listen             netip.AddrPort // the server's address (port 0: the kernel's choice)
 	Local              netip.Addr     // the client's source address (zero: any)
 	MPTCP              bool
-	Send               SendOptions // RecordSize 0: DefaultRecordSize
+	// CC is the client socket's congestion control ("" keeps the
+	// namespace's default; an MPTCP socket passes it to its subflows).
+	CC   string
+	Send SendOptions // RecordSize 0: DefaultRecordSize
 	// NoCapture skips the packet capture: no arrival times, so no
 	// blocking times (goodput and delays only).
 	NoCapture bool
@@ -38,10 +41,13 @@ type Result struct {
 	Delay    Summary // one-way delivery delay
 	RcvBuf   int     // the accepted socket's SO_RCVBUF when it was accepted
 	// From the capture:
-	Subflows  int    // subflows the connection opened
-	MaxWindow uint64 // largest receive window the server advertised, bytes
-	Capture   CaptureStats
-	Unmapped  uint64 // payload bytes the capture could not place in the stream
+	Subflows int // subflows the connection opened
+	// SubflowBytes is the payload each subflow carried to the server,
+	// retransmissions included, the initial subflow first.
+	SubflowBytes []uint64
+	MaxWindow    uint64 // largest receive window the server advertised, bytes
+	Capture      CaptureStats
+	Unmapped     uint64 // payload bytes the capture could not place in the stream
 }
 
 // Run performs one measured transfer.
@@ -140,6 +146,7 @@ func Run(o Options) (Result, error) {
 		return res, fmt.Errorf("the capture saw no MPTCP connection from %s (is the connection MPTCP?)", s.remote)
 	}
 	res.Subflows, res.MaxWindow, res.Unmapped = conn.Subflows, conn.MaxWindow, tr.Unmapped
+	res.SubflowBytes = conn.SubflowBytes
 	if res.Samples, err = Join(s.reads, o.Send.RecordSize, conn); err != nil {
 		return res, err
 	}
@@ -149,7 +156,7 @@ func Run(o Options) (Result, error) {
 }
 
 func send(o Options) (int64, error) {
-	conn, err := xfer.Dial(o.ClientNS, o.Local, o.Listen, o.MPTCP, nil)
+	conn, err := xfer.Dial(o.ClientNS, o.Local, o.Listen, o.MPTCP, xfer.WithCC(o.CC))
 	if err != nil {
 		return 0, err
 	}

@@ -37,6 +37,7 @@ type flowKey struct{ client, server netip.AddrPort }
 
 type subflow struct {
 	conn   *Conn
+	index  int    // in conn.SubflowBytes
 	isn    uint32 // the client's initial sequence number
 	wscale int    // the server's window scale, once its SYN/ACK was seen
 	maps   []mapping
@@ -64,11 +65,15 @@ type Conn struct {
 	// (scaled), in bytes: the most data the client could have in flight.
 	MaxWindow uint64
 	// Packets counts inbound segments with payload.
-	Packets  int
-	arrivals Arrivals
-	idsn     uint64
-	keyed    bool // idsn is known
-	lastDSN  uint64
+	Packets int
+	// SubflowBytes is the payload each subflow carried in, retransmissions
+	// included, in the order the subflows' SYNs were seen (the initial
+	// subflow first).
+	SubflowBytes []uint64
+	arrivals     Arrivals
+	idsn         uint64
+	keyed        bool // idsn is known
+	lastDSN      uint64
 }
 
 // NewTracker returns an empty tracker.
@@ -118,7 +123,7 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 	if p.SYN && !p.ACK {
 		switch {
 		case p.MPC:
-			c := &Conn{Client: p.Src, Server: p.Dst, Subflows: 1}
+			c := &Conn{Client: p.Src, Server: p.Dst, Subflows: 1, SubflowBytes: []uint64{0}}
 			sf = &subflow{conn: c, isn: p.Seq, wscale: -1}
 			t.conns = append(t.conns, c)
 		case p.Join:
@@ -127,7 +132,8 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 				return // a join to a connection whose start was not seen
 			}
 			c.Subflows++
-			sf = &subflow{conn: c, isn: p.Seq, wscale: -1}
+			c.SubflowBytes = append(c.SubflowBytes, 0)
+			sf = &subflow{conn: c, index: len(c.SubflowBytes) - 1, isn: p.Seq, wscale: -1}
 		default:
 			delete(t.subflows, key) // plain TCP, or a reused port
 			return
@@ -155,6 +161,7 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 		return
 	}
 	c.Packets++
+	c.SubflowBytes[sf.index] += uint64(p.PayloadLen)
 	switch {
 	case p.Map:
 		n := uint32(p.DataLen)

@@ -61,26 +61,29 @@ func QueueBytes(setting string, rateBits float64, rtt time.Duration) (uint32, er
 
 // Run is one measured transfer of an experiment.
 type Run struct {
-	Scheduler   string           `json:"scheduler"`
-	Rep         int              `json:"rep"`
-	GoodputBits float64          `json:"goodput_bits"`
-	Bytes       int64            `json:"bytes"`
-	Seconds     float64          `json:"seconds"`
-	Subflows    int              `json:"subflows,omitempty"`
-	MaxWindow   uint64           `json:"max_window_bytes,omitempty"` // largest receive window the server advertised
-	RcvBuf      int              `json:"rcvbuf_bytes"`               // the server socket's SO_RCVBUF when accepted
-	Blocking    blocking.Summary `json:"blocking"`
-	Delay       blocking.Summary `json:"delay"`
-	BlockingMs  []float64        `json:"blocking_ms,omitempty"` // every record's, in stream order
-	DelayMs     []float64        `json:"delay_ms,omitempty"`
-	Packets     uint64           `json:"captured_packets,omitempty"`
+	Scheduler   string  `json:"scheduler"`
+	Rep         int     `json:"rep"`
+	GoodputBits float64 `json:"goodput_bits"`
+	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	Subflows    int     `json:"subflows,omitempty"`
+	// SubflowBytes is the payload each subflow carried, the initial (path
+	// 0's) first; absent in runs recorded before it was captured.
+	SubflowBytes []uint64         `json:"subflow_bytes,omitempty"`
+	MaxWindow    uint64           `json:"max_window_bytes,omitempty"` // largest receive window the server advertised
+	RcvBuf       int              `json:"rcvbuf_bytes"`               // the server socket's SO_RCVBUF when accepted
+	Blocking     blocking.Summary `json:"blocking"`
+	Delay        blocking.Summary `json:"delay"`
+	BlockingMs   []float64        `json:"blocking_ms,omitempty"` // every record's, in stream order
+	DelayMs      []float64        `json:"delay_ms,omitempty"`
+	Packets      uint64           `json:"captured_packets,omitempty"`
 }
 
 // NewRun fills a Run from a measured transfer.
 func NewRun(sched string, rep int, r blocking.Result, samples bool) Run {
 	run := Run{
 		Scheduler: sched, Rep: rep, GoodputBits: r.Goodput, Bytes: r.Bytes, Seconds: r.Duration.Seconds(),
-		Subflows: r.Subflows, MaxWindow: r.MaxWindow, RcvBuf: r.RcvBuf,
+		Subflows: r.Subflows, SubflowBytes: r.SubflowBytes, MaxWindow: r.MaxWindow, RcvBuf: r.RcvBuf,
 		Blocking: r.Blocking, Delay: r.Delay, Packets: r.Capture.Packets,
 	}
 	if samples {
@@ -119,6 +122,22 @@ type DAPSCaseResult struct {
 	Schedulers []Cell  `json:"schedulers"` // the runs pooled per scheduler
 }
 
+// NewCaseResult describes seed 001's case n (1-3) with each path's queue
+// as the queue setting (QueueBytes) gives it; no runs yet.
+func NewCaseResult(n int, queue string) (DAPSCaseResult, error) {
+	if n < 1 || n > len(DAPSCases) {
+		return DAPSCaseResult{}, fmt.Errorf("seed 001 has cases 1 to %d, not %d", len(DAPSCases), n)
+	}
+	c := DAPSCases[n-1]
+	q0, err := QueueBytes(queue, c.C0, c.RTT0)
+	if err != nil {
+		return DAPSCaseResult{}, err
+	}
+	q1, _ := QueueBytes(queue, c.C1, c.RTT1)
+	return DAPSCaseResult{Case: n, C0Bits: c.C0, C1Bits: c.C1, RTT0Ms: ms(c.RTT0), RTT1Ms: ms(c.RTT1),
+		A: c.Asymmetry(), ModelMs: ms(c.Model()), Queue0: q0, Queue1: q1}, nil
+}
+
 // Cell pools the runs of one scheduler in one case.
 type Cell struct {
 	Scheduler   string           `json:"scheduler"`
@@ -126,6 +145,9 @@ type Cell struct {
 	Blocking    blocking.Summary `json:"blocking"` // over every record of every run
 	Delay       blocking.Summary `json:"delay"`
 	GoodputBits float64          `json:"goodput_bits_mean"`
+	// SlowShare is the mean share of the payload path 1 (the slow path)
+	// carried, over the runs that recorded it (-1: none did).
+	SlowShare float64 `json:"slow_share_mean"`
 }
 
 // Pool summarizes the runs per scheduler, in the order schedulers lists.
@@ -134,12 +156,18 @@ func Pool(runs []Run, schedulers []string) []Cell {
 	for _, s := range schedulers {
 		c := Cell{Scheduler: s}
 		var b, d []float64
+		var share float64
+		shares := 0
 		for _, r := range runs {
 			if r.Scheduler != s {
 				continue
 			}
 			c.Runs++
 			c.GoodputBits += r.GoodputBits
+			if len(r.SubflowBytes) == 2 && r.SubflowBytes[0]+r.SubflowBytes[1] > 0 {
+				share += float64(r.SubflowBytes[1]) / float64(r.SubflowBytes[0]+r.SubflowBytes[1])
+				shares++
+			}
 			b = append(b, r.BlockingMs...)
 			d = append(d, r.DelayMs...)
 		}
@@ -147,6 +175,10 @@ func Pool(runs []Run, schedulers []string) []Cell {
 			continue
 		}
 		c.GoodputBits /= float64(c.Runs)
+		c.SlowShare = -1
+		if shares > 0 {
+			c.SlowShare = share / float64(shares)
+		}
 		c.Blocking = blocking.Summarize(durations(b))
 		c.Delay = blocking.Summarize(durations(d))
 		out = append(out, c)
@@ -166,14 +198,15 @@ type DAPSResult struct {
 
 // Markdown renders the pooled table: per case and scheduler, the blocking
 // time (mean, 95th percentile, max over every record of every run), the
-// model, the one-way delay and the goodput, and the mean blocking
-// relative to the kernel's default scheduler's.
+// model, the one-way delay, the goodput and the slow path's share of the
+// bytes, and the mean blocking relative to the kernel's default
+// scheduler's.
 func (r DAPSResult) Markdown() string {
 	b := r.begin()
 	fmt.Fprintf(b, "Kernel %s; %d bytes per transfer in %d-byte records; queue %s; %s.\n\n",
 		r.Kernel, r.Bytes, r.RecordSize, r.Queue, paceText(r.Pace))
-	b.WriteString("| case | C0 / C1 (Mbit/s) | RTT0 / RTT1 (ms) | A | scheduler | runs | blocking mean (ms) | p95 | max | model T_maxblock (ms) | mean vs default | delay mean / p95 (ms) | goodput (Mbit/s) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| case | C0 / C1 (Mbit/s) | RTT0 / RTT1 (ms) | A | scheduler | runs | blocking mean (ms) | p95 | max | model T_maxblock (ms) | mean vs default | delay mean / p95 (ms) | goodput (Mbit/s) | on the slow path |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cases {
 		var def float64
 		for _, cell := range c.Schedulers {
@@ -186,10 +219,14 @@ func (r DAPSResult) Markdown() string {
 			if def > 0 {
 				vs = fmt.Sprintf("%.2f", cell.Blocking.Mean/def)
 			}
-			fmt.Fprintf(b, "| %d | %g / %g | %g / %g | %.2f | %s | %d | %.1f | %.1f | %.1f | %.0f | %s | %.0f / %.0f | %.2f |\n",
+			slow := "-"
+			if cell.SlowShare >= 0 {
+				slow = fmt.Sprintf("%.0f%%", 100*cell.SlowShare)
+			}
+			fmt.Fprintf(b, "| %d | %g / %g | %g / %g | %.2f | %s | %d | %.1f | %.1f | %.1f | %.0f | %s | %.0f / %.0f | %.2f | %s |\n",
 				c.Case, c.C0Bits/1e6, c.C1Bits/1e6, c.RTT0Ms, c.RTT1Ms, c.A, cell.Scheduler, cell.Runs,
 				cell.Blocking.Mean, cell.Blocking.P95, cell.Blocking.Max, c.ModelMs, vs,
-				cell.Delay.Mean, cell.Delay.P95, cell.GoodputBits/1e6)
+				cell.Delay.Mean, cell.Delay.P95, cell.GoodputBits/1e6, slow)
 		}
 	}
 	return b.String()

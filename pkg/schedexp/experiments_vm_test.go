@@ -169,13 +169,11 @@ func TestGuestExpDAPS(t *testing.T) {
 		RecordSize: blocking.DefaultRecordSize, Queue: spec.Queue, Pace: spec.Pace}
 	for _, n := range spec.Cases {
 		c := schedexp.DAPSCases[n-1]
-		q0, err := schedexp.QueueBytes(spec.Queue, c.C0, c.RTT0)
+		cr, err := schedexp.NewCaseResult(n, spec.Queue)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q1, _ := schedexp.QueueBytes(spec.Queue, c.C1, c.RTT1)
-		cr := schedexp.DAPSCaseResult{Case: n, C0Bits: c.C0, C1Bits: c.C1,
-			RTT0Ms: ms(c.RTT0), RTT1Ms: ms(c.RTT1), A: c.Asymmetry(), ModelMs: ms(c.Model()), Queue0: q0, Queue1: q1}
+		q0, q1 := cr.Queue0, cr.Queue1
 		for rep := 1; rep <= reps; rep++ {
 			for _, algo := range list {
 				t.Run(fmt.Sprintf("case%d/%s/%d", n, algo, rep), func(t *testing.T) {

@@ -69,6 +69,10 @@ type Config struct {
 	// MPTCP endpoints: every path but the first becomes a "subflow"
 	// endpoint of the client, so a connection opens one subflow per path.
 	Subflows bool
+	// Backup marks paths whose endpoint gets the backup flag (MP_PRIO):
+	// the kernel's default scheduler sends on their subflows only when no
+	// other subflow is usable. Needs Subflows (path 0 has no endpoint).
+	Backup []bool
 	// NoOffload disables TSO/GSO/GRO on every device, so queues and
 	// drops act on MTU-sized packets as on a real wire.
 	NoOffload bool
@@ -141,7 +145,7 @@ func Build(cfg Config) (*Net, error) {
 	}
 	m, err := BuildMulti(MultiConfig{
 		Prefix:    cfg.Prefix,
-		Hosts:     []HostConfig{{Name: "client", Paths: cfg.Paths, Endpoints: endpoints}},
+		Hosts:     []HostConfig{{Name: "client", Paths: cfg.Paths, Endpoints: endpoints, Backup: cfg.Backup}},
 		Links:     links,
 		Servers:   []ServerConfig{{Name: "server"}},
 		NoOffload: cfg.NoOffload,

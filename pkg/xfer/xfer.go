@@ -264,16 +264,7 @@ type Client struct {
 
 // Start connects and begins sending in the background.
 func Start(o Options) (*Client, error) {
-	var control func(fd int) error
-	if o.CC != "" {
-		control = func(fd int) error {
-			if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, o.CC); err != nil {
-				return fmt.Errorf("setting congestion control %q: %w", o.CC, err)
-			}
-			return nil
-		}
-	}
-	tc, err := Dial(o.NS, o.Local, o.Remote, o.MPTCP, control)
+	tc, err := Dial(o.NS, o.Local, o.Remote, o.MPTCP, WithCC(o.CC))
 	if err != nil {
 		return nil, err
 	}
@@ -421,6 +412,20 @@ func Dial(ns string, local netip.Addr, remote netip.AddrPort, mptcp bool, contro
 		return nil, fmt.Errorf("connect to %s: %w", remote, err)
 	}
 	return conn.(*net.TCPConn), nil
+}
+
+// WithCC is a Dial control that gives the socket congestion control cc
+// (nil for "": the namespace's default).
+func WithCC(cc string) func(fd int) error {
+	if cc == "" {
+		return nil
+	}
+	return func(fd int) error {
+		if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc); err != nil {
+			return fmt.Errorf("setting congestion control %q: %w", cc, err)
+		}
+		return nil
+	}
 }
 
 func rawControl(control func(fd int) error) func(_, _ string, rc syscall.RawConn) error {
