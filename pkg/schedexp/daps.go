@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
 // DAPSCase is one of seed 001's path pairs: path 0 fast (C0, RTT0),
@@ -136,6 +137,17 @@ func NewCaseResult(n int, queue string) (DAPSCaseResult, error) {
 	q1, _ := QueueBytes(queue, c.C1, c.RTT1)
 	return DAPSCaseResult{Case: n, C0Bits: c.C0, C1Bits: c.C1, RTT0Ms: ms(c.RTT0), RTT1Ms: ms(c.RTT1),
 		A: c.Asymmetry(), ModelMs: ms(c.Model()), Queue0: q0, Queue1: q1}, nil
+}
+
+// Bottlenecks are the case's paths as emulated links: path 0 the fast
+// one, path 1 the slow one, each with its drop-tail queue and half its RTT
+// of delay each way.
+func (c DAPSCaseResult) Bottlenecks() []topo.Shaping {
+	d := func(rttMs float64) time.Duration { return time.Duration(rttMs * float64(time.Millisecond) / 2) }
+	return []topo.Shaping{
+		{RateBits: uint64(c.C0Bits), Delay: d(c.RTT0Ms), QueueBytes: c.Queue0},
+		{RateBits: uint64(c.C1Bits), Delay: d(c.RTT1Ms), QueueBytes: c.Queue1},
+	}
 }
 
 // Cell pools the runs of one scheduler in one case.

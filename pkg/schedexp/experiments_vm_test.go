@@ -173,16 +173,12 @@ func TestGuestExpDAPS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q0, q1 := cr.Queue0, cr.Queue1
 		for rep := 1; rep <= reps; rep++ {
 			for _, algo := range list {
 				t.Run(fmt.Sprintf("case%d/%s/%d", n, algo, rep), func(t *testing.T) {
 					net := testkernel.Net(t, topo.Config{
 						Paths: []int{0, 1},
-						Bottlenecks: []topo.Shaping{
-							{RateBits: uint64(c.C0), Delay: c.RTT0 / 2, QueueBytes: q0},
-							{RateBits: uint64(c.C1), Delay: c.RTT1 / 2, QueueBytes: q1},
-						},
+						Bottlenecks: cr.Bottlenecks(),
 						Subflows: true,
 					})
 					s.use(t, algo, net.Client)

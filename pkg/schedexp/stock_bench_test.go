@@ -98,10 +98,7 @@ func TestBenchDAPSStock(t *testing.T) {
 					t.Run(fmt.Sprintf("case%d/%s/%s/%d", cr.Case, rg.name, arm.name, rep), func(t *testing.T) {
 						net := testkernel.Net(t, topo.Config{
 							Paths: []int{0, 1},
-							Bottlenecks: []topo.Shaping{
-								{RateBits: uint64(c.C0), Delay: c.RTT0 / 2, QueueBytes: cr.Queue0},
-								{RateBits: uint64(c.C1), Delay: c.RTT1 / 2, QueueBytes: cr.Queue1},
-							},
+							Bottlenecks: cr.Bottlenecks(),
 							Subflows: true,
 							Backup:   []bool{false, arm.backup},
 						})
