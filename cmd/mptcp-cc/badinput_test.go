@@ -98,6 +98,7 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"pathctl", "--token", "1234", "--apply", "both"}, `unknown apply mode "both"`, "connection, endpoint or auto"),
 		bad(2, []string{"pathctl", "--token", "1234", "--period", "1ms"}, "--period 1ms is out of range"),
 		bad(2, []string{"pathctl", "--token", "1234", "--for", "-1s"}, "--for -1s is negative"),
+		bad(2, []string{"pathctl", "--token", "1234", "--prefer", "speed"}, `--prefer: "speed" is neither goodput`, "latency"),
 		bad(1, []string{"pathctl", "--token", "1234", "--for", "3s"}, "no such connection", "token 00001234", "mptcp-cc subflows"),
 		bad(1, []string{"pathctl", "--token", "1234", "--netns", noNS}, noNS),
 		bad(2, []string{"pathctl", "--token", "1234", "--state-dir", "run/x"}, `--state-dir "run/x" is not an absolute path`),

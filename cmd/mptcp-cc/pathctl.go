@@ -37,6 +37,8 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 	apply := fs.String("apply", "auto", "how flags reach the kernel: auto, connection (userspace PM) or endpoint (in-kernel PM)")
 	period := fs.Duration("period", 500*time.Millisecond, "sampling period")
 	onStall := fs.String("on-stall", "flag", "answer to a stalled subflow: flag (backup, as for best-path mode) or reset (close it and open it again, so its queued data goes out on the others; needs the userspace path manager)")
+	peeks := fs.Bool("peeks", true, "in best-path mode, peek at backup paths (clear a flag for about one round trip) to notice one that recovered; false: a multipath trial at every hold's end instead")
+	prefer := fs.String("prefer", "goodput", "on a tie between the modes: goodput (the held mode keeps it) or latency (best-path mode takes it: for an application whose rate fits the best path, no data waits in the receive buffer for a slower one)")
 	forD := fs.Duration("for", 0, "stop after this long (0: when the connection closes)")
 	asJSON := fs.Bool("json", false, "one JSON object per decision")
 	stateDir := fs.String("state-dir", pathctl.StateDir, "`DIR` where the controller publishes its state for mptcp-cc top (empty: nowhere)")
@@ -55,6 +57,10 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		resetStalled, err := pathctl.ParseOnStall(*onStall, how)
 		if err != nil {
 			return cli.Usagef("--on-stall: %v", err)
+		}
+		preferBest, err := pathctl.ParsePrefer(*prefer)
+		if err != nil {
+			return cli.Usagef("--%v", err)
 		}
 		if *period < 10*time.Millisecond || *period > time.Minute {
 			return cli.Usagef("--period %v is out of range: give 10ms to 1m", *period)
@@ -84,8 +90,12 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		}
 		st := pathctl.NewConnState(*ns, token, time.Now())
 		publish(st)
+		cfg := pathctl.Config{Period: *period, ResetStalled: resetStalled, PreferBestPath: preferBest}
+		if !*peeks {
+			cfg.Peek = -1
+		}
 		err = pathctl.Run(ctx, pathctl.Options{
-			NS: *ns, Token: token, Apply: how, Config: pathctl.Config{Period: *period, ResetStalled: resetStalled},
+			NS: *ns, Token: token, Apply: how, Config: cfg,
 			Event: func(e pathctl.Event) {
 				writeEvent(out, e, *asJSON)
 				st.Update(e)

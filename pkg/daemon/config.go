@@ -91,6 +91,15 @@ type Pathctl struct {
 	// OnStall is the answer to a stalled subflow: flag (default) or
 	// reset (pathctl.Config.ResetStalled; per connection only).
 	OnStall string `yaml:"on_stall,omitempty"`
+	// Peeks (default true): in best-path mode the controller peeks at
+	// backup paths (clears a flag for about one of the path's round trips)
+	// to notice one that recovered. Per endpoint, a peek lets every
+	// connection on that endpoint use the path meanwhile; false runs a
+	// multipath trial at every hold's end instead.
+	Peeks *bool `yaml:"peeks,omitempty"`
+	// Prefer says who takes a tie between the modes: goodput (default;
+	// the held mode) or latency (best-path mode; pathctl.ParsePrefer).
+	Prefer string `yaml:"prefer,omitempty"`
 	// MaxConnections bounds the connections controlled at once (default
 	// 64); those beyond wait for a free slot.
 	MaxConnections int `yaml:"max_connections,omitempty"`
@@ -540,6 +549,9 @@ func (v *validation) pathctl(p Pathctl) {
 	if _, err := pathctl.ParseOnStall(p.OnStall, how); err != nil {
 		v.bad("pathctl.on_stall", "%v", err)
 	}
+	if _, err := pathctl.ParsePrefer(p.Prefer); err != nil {
+		v.bad("pathctl.prefer", "%v", err)
+	}
 	if p.Period != 0 && (p.Period < minPathPeriod || p.Period > maxPathPeriod) {
 		v.bad("pathctl.period", "%v is out of range (%v to %v)", p.Period, minPathPeriod, maxPathPeriod)
 	}
@@ -675,6 +687,28 @@ func (p Pathctl) resolve() Pathctl {
 	return p
 }
 
+// prefer is the resolved preference on a tie.
+func (p Pathctl) prefer() string {
+	if p.Prefer == "" {
+		return "goodput"
+	}
+	return p.Prefer
+}
+
+// peeks says whether the controllers peek at backup paths (default yes).
+func (p Pathctl) peeks() bool { return p.Peeks == nil || *p.Peeks }
+
+// engine is the controllers' engine configuration.
+func (p Pathctl) engine() pathctl.Config {
+	reset, _ := pathctl.ParseOnStall(p.OnStall, pathctl.Apply(p.Apply)) // checked with the configuration
+	preferBest, _ := pathctl.ParsePrefer(p.Prefer)                      // checked with the configuration
+	cfg := pathctl.Config{Period: p.Period, ResetStalled: reset, PreferBestPath: preferBest}
+	if !p.peeks() {
+		cfg.Peek = -1
+	}
+	return cfg
+}
+
 // describe is a resolved section in one line, for the reload's log.
 func (p Pathctl) describe() string {
 	if !p.Enabled {
@@ -684,8 +718,8 @@ func (p Pathctl) describe() string {
 	for _, n := range p.namespaces() {
 		ns = append(ns, nsName(n))
 	}
-	return fmt.Sprintf("on in %v apply=%s period=%v max_connections=%d peers=%v ports=%v state_dir=%s",
-		ns, p.Apply, p.Period, p.MaxConnections, p.Peers, p.Ports, p.StateDir)
+	return fmt.Sprintf("on in %v apply=%s period=%v peeks=%v prefer=%s max_connections=%d peers=%v ports=%v state_dir=%s",
+		ns, p.Apply, p.Period, p.peeks(), p.prefer(), p.MaxConnections, p.Peers, p.Ports, p.StateDir)
 }
 
 // namespaces are the network namespaces a resolved section controls ("":

@@ -118,6 +118,7 @@ func TestConfigErrors(t *testing.T) {
 		{"pathctl apply", "pathctl:\n  enabled: true\n  apply: both\n", []string{`config:3: pathctl.apply: unknown apply mode "both": use connection, endpoint or auto`}},
 		{"pathctl on_stall", "pathctl:\n  on_stall: drop\n", []string{`config:2: pathctl.on_stall: on a stall: "drop" is not an answer`}},
 		{"pathctl reset per endpoint", "pathctl:\n  apply: endpoint\n  on_stall: reset\n", []string{"pathctl.on_stall: reset closes one connection's subflow, which only the userspace path manager does"}},
+		{"pathctl prefer", "pathctl:\n  prefer: speed\n", []string{`config:2: pathctl.prefer: prefer: "speed" is neither goodput`}},
 		{"pathctl period", "pathctl:\n  period: 1ms\n", []string{"config:2: pathctl.period: 1ms is out of range (10ms to 1m0s)"}},
 		{"pathctl period unit", "pathctl:\n  period: 500\n", []string{"config:2: pathctl.period: \"500\" is not a duration"}},
 		{"pathctl max", "pathctl:\n  max_connections: -1\n", []string{"config:2: pathctl.max_connections: -1 is out of range (1 to 65536; leave it out for 64)"}},

@@ -316,7 +316,7 @@ func (m *pathManager) sync(ctx context.Context, cfg Pathctl) {
 		delete(m.watches, ns)
 		m.log.Info("path controller: no longer controlling the namespace's connections", "netns", nsName(ns))
 	}
-	restartAll := old.Apply != cfg.Apply || old.Period != cfg.Period || old.OnStall != cfg.OnStall
+	restartAll := old.Apply != cfg.Apply || old.Period != cfg.Period || old.OnStall != cfg.OnStall || old.peeks() != cfg.peeks() || old.prefer() != cfg.prefer()
 	for k, e := range m.conns {
 		switch {
 		case !slices.Contains(want, k.ns):
@@ -513,8 +513,7 @@ func (m *pathManager) start(e *pathEntry) {
 		m.pub.Set(e.st)
 	}
 	m.log.Debug("path controller: controlling a connection", "netns", nsName(e.key.ns), "token", tokenString(e.key.token), "local", e.conn.Local, "remote", e.conn.Remote)
-	reset, _ := pathctl.ParseOnStall(m.cfg.OnStall, pathctl.Apply(m.cfg.Apply)) // checked with the configuration
-	o := pathctl.Options{NS: e.key.ns, Token: e.key.token, Apply: pathctl.Apply(m.cfg.Apply), Config: pathctl.Config{Period: m.cfg.Period, ResetStalled: reset},
+	o := pathctl.Options{NS: e.key.ns, Token: e.key.token, Apply: pathctl.Apply(m.cfg.Apply), Config: m.cfg.engine(),
 		Event: func(ev pathctl.Event) { m.event(e, ev) }}
 	m.wg.Add(1)
 	go func() {

@@ -63,22 +63,24 @@ func TestBenchSeedPAPD(t *testing.T) {
 	d := time.Duration(secs) * time.Second
 	var rows []string
 	for _, c := range seedCells {
-		var best, def, ctl []float64
+		var best, def, ctl, nopeek []float64
 		for r := 0; r < reps; r++ {
 			best = append(best, goodput(t, c, rate, d, "best"))
 			def = append(def, goodput(t, c, rate, d, "default"))
 			ctl = append(ctl, goodput(t, c, rate, d, "controller"))
+			nopeek = append(nopeek, goodput(t, c, rate, d, "controller-nopeek"))
 		}
 		b := median(best)
-		rows = append(rows, fmt.Sprintf("| %v | %.2g | %v | %.2g | %.2f | %.2f | %.2f | %.2f | %.2f |",
-			c.rtt1, c.loss1, c.rtt2, c.loss2, median(def)/1e6*8, median(ctl)/1e6*8, b/1e6*8, median(def)/b, median(ctl)/b))
+		rows = append(rows, fmt.Sprintf("| %v | %.2g | %v | %.2g | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |",
+			c.rtt1, c.loss1, c.rtt2, c.loss2, median(def)/1e6*8, median(ctl)/1e6*8, median(nopeek)/1e6*8, b/1e6*8, median(def)/b, median(ctl)/b, median(nopeek)/b))
 	}
-	t.Logf("\n| RTT1 | p1 | RTT2 | p2 | default Mbit/s | controller Mbit/s | best path Mbit/s | Uc default | Uc controller |\n|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+	t.Logf("\n| RTT1 | p1 | RTT2 | p2 | default Mbit/s | controller Mbit/s | controller, no peeks | best path Mbit/s | Uc default | Uc controller | Uc no peeks |\n|---|---|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
 // goodput runs one transfer of d over the cell's two paths and returns the
 // bytes delivered per second: "best" over the better path alone (one
-// subflow), "default" over both, "controller" over both with pathctl.
+// subflow), "default" over both, "controller" over both with pathctl,
+// "controller-nopeek" the same without its peeks (a trial every hold).
 func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string) float64 {
 	t.Helper()
 	n := testkernel.Net(t, topo.Config{
@@ -93,9 +95,13 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 		t.Fatal(err)
 	}
 	_, cl := testkernel.Transfer(t, n, xfer.Options{For: d})
-	if how == "controller" {
+	if how == "controller" || how == "controller-nopeek" {
+		var cfg pathctl.Config
+		if how == "controller-nopeek" {
+			cfg.Peek = -1
+		}
 		token := testkernel.Token(t, n.Client, cl.Local())
-		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint})()
+		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint, Config: cfg})()
 	}
 	res, err := cl.Wait()
 	if err != nil {
@@ -133,6 +139,12 @@ func benchEnv(t *testing.T) (reps, secs int) {
 func runController(t *testing.T, o pathctl.Options) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	start := time.Now()
+	if o.Event == nil {
+		o.Event = func(e pathctl.Event) {
+			t.Logf("  %5.1fs %v%s: %s (err %v)", e.At.Sub(start).Seconds(), e.Decision.Mode, map[bool]string{true: " trial"}[e.Decision.Trial], e.Decision.Reason, e.Err)
+		}
+	}
 	go func() { done <- pathctl.Run(ctx, o) }()
 	return func() {
 		cancel()
@@ -360,14 +372,18 @@ func TestBenchPathChange(t *testing.T) {
 	reps, _ := benchEnv(t)
 	const phase = 12 * time.Second
 	var rows []string
-	for _, ctl := range []bool{false, true} {
+	arms := []struct {
+		name string
+		cfg  *pathctl.Config // nil: no controller
+	}{{"no", nil}, {"yes", &pathctl.Config{}}, {"yes, no peeks", &pathctl.Config{Peek: -1}}}
+	for _, arm := range arms {
 		for r := 0; r < reps; r++ {
-			res := changeRun(t, ctl, phase)
+			res := changeRun(t, arm.cfg, phase)
 			follow := "-"
-			if ctl {
+			if arm.cfg != nil {
 				follow = fmt.Sprintf("%.1f s / %.1f s", res.follow[0].Seconds(), res.follow[1].Seconds())
 			}
-			rows = append(rows, fmt.Sprintf("| %v | %d | %.2f | %.2f | %.2f | %s | %v |", ctl, r+1, res.phase[0]*8/1e6, res.phase[1]*8/1e6, res.phase[2]*8/1e6, follow, res.intact))
+			rows = append(rows, fmt.Sprintf("| %s | %d | %.2f | %.2f | %.2f | %s | %v |", arm.name, r+1, res.phase[0]*8/1e6, res.phase[1]*8/1e6, res.phase[2]*8/1e6, follow, res.intact))
 		}
 	}
 	t.Logf("\n| controller | run | goodput, path 1 good (Mbit/s) | path 1 degraded | path 1 recovered | flags followed the degradation / the recovery after | data intact |\n|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
@@ -379,7 +395,7 @@ type changeResult struct {
 	intact bool
 }
 
-func changeRun(t *testing.T, ctl bool, phase time.Duration) changeResult {
+func changeRun(t *testing.T, cfg *pathctl.Config, phase time.Duration) changeResult {
 	t.Helper()
 	n := testkernel.Net(t, topo.Config{
 		Paths: []int{0, 1},
@@ -395,8 +411,8 @@ func changeRun(t *testing.T, ctl bool, phase time.Duration) changeResult {
 	cl, token := userspaceTransfer(t, n, xfer.Options{For: 3*phase - time.Since(start) - time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if ctl {
-		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerConnection})()
+	if cfg != nil {
+		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerConnection, Config: *cfg})()
 	}
 	// Sample bytes acked and the kernel's flags every 250 ms.
 	type sample struct {
@@ -461,16 +477,34 @@ func changeRun(t *testing.T, ctl bool, phase time.Duration) changeResult {
 		}
 	}
 	// Following: after the degradation, path 1 flagged and path 0 not;
-	// after the recovery, path 1 not flagged.
-	for _, s := range samples {
-		if res.follow[0] < 0 && s.at >= phase && s.at < 2*phase && s.flag1 && !s.flag0 {
-			res.follow[0] = s.at - phase
+	// after the recovery, path 1 not flagged - from the first sample on
+	// which the flags stayed so for a second (a peek clears path 1's
+	// flag for a moment; that is no following).
+	follows := func(from, to time.Duration, match func(sample) bool) time.Duration {
+		for i, s := range samples {
+			if s.at < from || s.at >= to || !match(s) {
+				continue
+			}
+			held := true
+			for _, later := range samples[i:] {
+				if later.at >= min(s.at+time.Second, to) {
+					break
+				}
+				held = held && match(later)
+			}
+			if held {
+				return s.at - from
+			}
 		}
-		if res.follow[1] < 0 && s.at >= 2*phase && !s.flag1 {
-			res.follow[1] = s.at - 2*phase
-		}
+		return -1
 	}
-	t.Logf("controller=%v: %.2f / %.2f / %.2f Mbit/s per phase; followed after %v / %v; intact %v",
-		ctl, res.phase[0]*8/1e6, res.phase[1]*8/1e6, res.phase[2]*8/1e6, res.follow[0], res.follow[1], out.Intact)
+	res.follow[0] = follows(phase, 2*phase, func(s sample) bool { return s.flag1 && !s.flag0 })
+	res.follow[1] = follows(2*phase, 3*phase, func(s sample) bool { return !s.flag1 })
+	arm := "no controller"
+	if cfg != nil {
+		arm = fmt.Sprintf("controller (peek %d)", cfg.Peek)
+	}
+	t.Logf("%s: %.2f / %.2f / %.2f Mbit/s per phase; followed after %v / %v; intact %v",
+		arm, res.phase[0]*8/1e6, res.phase[1]*8/1e6, res.phase[2]*8/1e6, res.follow[0], res.follow[1], out.Intact)
 	return res
 }

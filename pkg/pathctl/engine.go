@@ -25,6 +25,12 @@
 //     next hold (up to HoldMax): where nothing changes, trials grow rare.
 //   - A held mode whose goodput falls below half of what it had when it was
 //     chosen cuts the hold short (a path degraded) and starts a trial.
+//   - A path on backup carries no data, so nothing shows it recovering. In
+//     best-path mode the controller peeks at it every few periods: clears
+//     its flag for about one of its round trips and reads the delivery
+//     rate it reached. A backup path that peeks faster than the best path,
+//     or at PeekGain times its previous peek, starts a trial at once;
+//     otherwise best-path holds (to HoldMax) without the periodic trial.
 //   - A stall (a subflow whose queue would take longer than StallDrain to
 //     drain at its pace, while a sibling idles: the default scheduler's
 //     failure mode) switches to best-path mode on the best sibling at once
@@ -65,6 +71,7 @@ type SubflowSample struct {
 	DeliveryRate uint64 // bytes/s, tcpi_delivery_rate
 	BytesAcked   uint64 // cumulative, tcpi_bytes_acked
 	NotSent      uint32 // bytes queued on it, not yet sent (tcpi_notsent_bytes)
+	Unacked      uint32 // packets in flight (tcpi_unacked)
 	SRTT         time.Duration
 	Backup       bool // flagged backup, as the kernel reports it
 }
@@ -88,6 +95,23 @@ type Config struct {
 	StallAfter time.Duration // a queue must last this long, and its pace is measured over it, for a stall (default 1 s)
 	StallDrain time.Duration // a queue that would take this long to drain at its subflow's pace is a stall (default 8 s)
 	MinQueued  uint32        // bytes queued for a stall to count (default 64 KiB)
+	// Peek is how often, in periods, best-path mode peeks at a backup
+	// subflow (Decision.Peek; default 4). With peeks a best-path hold ends
+	// in a trial only when a peek saw a backup path recover, the held path
+	// degrades, or the hold reaches HoldMax. Below 0: no peeks, and a trial
+	// ends every hold.
+	Peek int
+	// PeekGain: a peek measuring a backup path at this multiple of its
+	// previous peek's rate starts a trial (default 2). So does one faster
+	// than the best path's windowed-max delivery rate.
+	PeekGain float64
+	// PreferBestPath gives best-path mode the ties: a best-path trial
+	// within Margin of the held multipath mode wins, where it otherwise
+	// must beat it by Margin. An application whose rate fits the best path
+	// gets the same goodput either way, and in best-path mode no data
+	// waits in the receive buffer for a slower path (seed 001's blocking;
+	// docs/results/pathctl.md, "DAPS on a stock kernel").
+	PreferBestPath bool
 	// ResetStalled: answer a stall in multipath mode by closing the stuck
 	// subflow and opening it again (Decision.Reset), instead of flagging
 	// it backup. The connection then sends the data that was queued on it
@@ -113,6 +137,12 @@ func (c Config) withDefaults() Config {
 	def(&c.HoldMax, 4*c.Hold)
 	c.HoldMax = max(c.HoldMax, c.Hold)
 	def(&c.RateWindow, 10)
+	if c.Peek == 0 {
+		c.Peek = 4
+	}
+	if c.PeekGain <= 1 {
+		c.PeekGain = 2
+	}
 	if c.Margin <= 0 {
 		c.Margin = 0.1
 	}
@@ -137,7 +167,10 @@ type Decision struct {
 	Trial    bool        // the mode is on trial (not yet chosen)
 	Chosen   bool        // a trial ended at this step: Mode is the choice
 	Reset    []SubflowID // subflows to close and open again (Config.ResetStalled)
-	Reason   string      // why it switched (or why it holds)
+	// Peek is a backup subflow to peek at: clear its flag for a moment,
+	// set it again, and tell the engine what it delivered (Engine.Peeked).
+	Peek   SubflowID
+	Reason string // why it switched (or why it holds)
 }
 
 type phase int
@@ -151,6 +184,7 @@ type subflowState struct {
 	rates       []uint64 // delivery rate per period, newest last (the max filter)
 	acked       uint64
 	queuedSince time.Time // since when it has had MinQueued or more queued (zero: not now)
+	peekRate    uint64    // delivery rate its last peek measured (0: none yet)
 	recent      []ackedAt // bytes_acked over the last StallAfter or so, oldest first
 	seen        bool
 }
@@ -201,6 +235,24 @@ type Engine struct {
 	waited      int  // steps a trial has waited to settle
 	last        time.Time
 	subflows    map[SubflowID]*subflowState
+	sincePeek   int         // steps since the last peek (or the hold began)
+	peekTurn    int         // which backup subflow the next peek looks at
+	peeked      *peekResult // what the last peek measured, until a step judges it
+}
+
+// peekResult is what a peek at a backup subflow measured.
+type peekResult struct {
+	id        SubflowID
+	rate      uint64 // its delivery rate after the peek, bytes/s
+	delivered bool   // it delivered bytes during the peek (else rate is from before)
+}
+
+// Peeked tells the engine what the peek its last decision asked for
+// measured: the subflow's delivery rate after its flag was cleared, and
+// whether it delivered anything meanwhile (if not, the rate is the one it
+// had before and says nothing new). The next Step judges it.
+func (e *Engine) Peeked(id SubflowID, rate uint64, delivered bool) {
+	e.peeked = &peekResult{id: id, rate: rate, delivered: delivered}
 }
 
 // NewEngine starts in multipath mode, warming up.
@@ -215,6 +267,8 @@ func (e *Engine) Mode() Mode { return e.mode }
 // Step takes the next sample and returns the decision.
 func (e *Engine) Step(s Sample) Decision {
 	bytes, stalled, idle := e.observe(s)
+	peeked := e.peeked // judged at this step or never: the next may be in another mode
+	e.peeked = nil
 	var dt time.Duration
 	if !e.last.IsZero() {
 		dt = s.At.Sub(e.last)
@@ -262,6 +316,14 @@ func (e *Engine) Step(s Sample) Decision {
 
 	switch e.phase {
 	case holding:
+		if e.mode == BestPath && peeked != nil {
+			if why := e.recovered(*peeked); why != "" {
+				e.lost = 0
+				e.startTrial(live)
+				e.afterChange = true
+				return e.decision(live, true, why+"; trying multipath")
+			}
+		}
 		// A held mode that lost half its goodput ends the hold early. Its
 		// goodput when chosen is measured over the hold's first periods
 		// when the choice did not measure it (a stall, a move to another
@@ -278,8 +340,19 @@ func (e *Engine) Step(s Sample) Decision {
 				return e.decision(live, true, fmt.Sprintf("%s degraded: %.0f B/s against %.0f when chosen; trying %s", was, r, e.chosenAt, e.mode))
 			}
 		}
-		if e.steps < e.length {
-			return e.decision(live, false, "holding")
+		peeks := e.mode == BestPath && e.cfg.Peek > 0
+		end := e.length
+		if peeks {
+			end = e.cfg.HoldMax // peeks, not trials, look for a recovered path
+		}
+		if e.steps < end {
+			d := e.decision(live, false, "holding")
+			if e.sincePeek++; peeks && e.sincePeek >= e.cfg.Peek {
+				e.sincePeek = 0
+				d.Peek = d.Backup[e.peekTurn%len(d.Backup)]
+				e.peekTurn++
+			}
+			return d
 		}
 		e.startTrial(live)
 		return e.decision(live, true, "trial of "+e.mode.String())
@@ -305,10 +378,18 @@ func (e *Engine) Step(s Sample) Decision {
 			early = true
 		}
 		trial := e.rate(e.steps)
-		if !early && trial > e.heldRate*(1+e.cfg.Margin) {
+		wins := trial > e.heldRate*(1+e.cfg.Margin)
+		if e.cfg.PreferBestPath && e.mode == BestPath {
+			wins = trial >= e.heldRate*(1-e.cfg.Margin)
+		}
+		if !early && wins {
 			e.chosenAt, e.lost = trial, 0
 			e.enter(e.mode, e.best, holding, e.cfg.Hold)
-			d := e.decision(live, false, fmt.Sprintf("%s wins: %.0f B/s against %.0f", e.mode, trial, e.heldRate))
+			how := "wins"
+			if trial <= e.heldRate*(1+e.cfg.Margin) {
+				how = "wins the tie (best-path preferred)"
+			}
+			d := e.decision(live, false, fmt.Sprintf("%s %s: %.0f B/s against %.0f", e.mode, how, trial, e.heldRate))
 			d.Chosen = true
 			return d
 		}
@@ -348,6 +429,31 @@ func (e *Engine) Step(s Sample) Decision {
 	return e.decision(live, false, "")
 }
 
+// recovered judges a peek: a reason to try multipath again if the backup
+// path it measured delivered faster than the best path does, or at
+// PeekGain times its previous peek; "" if not.
+func (e *Engine) recovered(p peekResult) string {
+	st := e.subflows[p.id]
+	if st == nil || !p.delivered || p.id == e.best {
+		return ""
+	}
+	prev := st.peekRate
+	st.peekRate = p.rate
+	var best uint64
+	if b := e.subflows[e.best]; b != nil {
+		for _, r := range b.rates {
+			best = max(best, r)
+		}
+	}
+	switch {
+	case p.rate > best:
+		return fmt.Sprintf("peek: backup %s delivered %d B/s, more than best path %s (%d)", p.id, p.rate, e.best, best)
+	case prev > 0 && float64(p.rate) >= e.cfg.PeekGain*float64(prev):
+		return fmt.Sprintf("peek: backup %s delivered %d B/s, %.1fx its previous peek", p.id, p.rate, float64(p.rate)/float64(prev))
+	}
+	return ""
+}
+
 // holdAfterLoss is the hold after e.lost trials lost in a row: Hold
 // doubled for each, at most HoldMax.
 func (e *Engine) holdAfterLoss() int {
@@ -382,6 +488,7 @@ func (e *Engine) enter(m Mode, best SubflowID, p phase, length int) {
 	e.mode, e.best, e.phase, e.length = m, best, p, length
 	e.afterChange = false
 	e.settled, e.waited = p != trying, 0
+	e.sincePeek = 0
 	e.resetPhase()
 }
 
@@ -437,6 +544,15 @@ func (e *Engine) observe(s Sample) (bytes uint64, stalled, idle []SubflowID) {
 		if st.seen && sf.BytesAcked > st.acked {
 			bytes += sf.BytesAcked - st.acked
 		}
+		// tcpi_delivery_rate changes only when an ACK brings a new sample:
+		// a subflow with data out or queued that delivered nothing over a
+		// period still reports the rate it had before, on a path that has
+		// since collapsed. It delivered nothing: 0. (An idle subflow keeps
+		// its last rate: it is what the path did when last used.)
+		rate := sf.DeliveryRate
+		if st.seen && sf.BytesAcked == st.acked && (sf.NotSent > 0 || sf.Unacked > 0) {
+			rate = 0
+		}
 		st.acked, st.seen = sf.BytesAcked, true
 		st.recent = append(st.recent, ackedAt{s.At, sf.BytesAcked})
 		for len(st.recent) > 2 && s.At.Sub(st.recent[1].at) >= e.cfg.StallAfter {
@@ -447,7 +563,7 @@ func (e *Engine) observe(s Sample) (bytes uint64, stalled, idle []SubflowID) {
 		} else if st.queuedSince.IsZero() {
 			st.queuedSince = s.At
 		}
-		st.rates = append(st.rates, sf.DeliveryRate)
+		st.rates = append(st.rates, rate)
 		if len(st.rates) > e.cfg.RateWindow {
 			st.rates = st.rates[1:]
 		}

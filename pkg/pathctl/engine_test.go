@@ -22,6 +22,7 @@ type fakeNet struct {
 	rateA  uint64 // delivery rate of each path alone, bytes/s
 	rateB  uint64
 	mp     uint64 // goodput in multipath mode, bytes/s
+	app    uint64 // the application's rate, bytes/s (0: unlimited)
 	period time.Duration
 }
 
@@ -33,22 +34,48 @@ func newFakeNet(rateA, rateB, mp uint64) *fakeNet {
 func (f *fakeNet) next(d Decision) Sample {
 	f.step++
 	secs := f.period.Seconds()
+	limit := func(r uint64) float64 {
+		if f.app > 0 {
+			r = min(r, f.app)
+		}
+		return float64(r)
+	}
 	if d.Mode == BestPath {
 		r := f.rateA
 		if d.Best == pathB {
 			r = f.rateB
 		}
-		f.acked[d.Best] += uint64(float64(r) * secs)
+		f.acked[d.Best] += uint64(limit(r) * secs)
 	} else {
 		// multipath goodput, split by the paths' rates
-		a := float64(f.mp) * float64(f.rateA) / float64(f.rateA+f.rateB)
+		mp := limit(f.mp)
+		a := mp * float64(f.rateA) / float64(f.rateA+f.rateB)
 		f.acked[pathA] += uint64(a * secs)
-		f.acked[pathB] += uint64((float64(f.mp) - a) * secs)
+		f.acked[pathB] += uint64((mp - a) * secs)
 	}
 	return Sample{At: f.t0.Add(time.Duration(f.step) * f.period), Subflows: []SubflowSample{
 		{ID: pathA, DeliveryRate: f.rateA, BytesAcked: f.acked[pathA]},
 		{ID: pathB, DeliveryRate: f.rateB, BytesAcked: f.acked[pathB]},
 	}}
+}
+
+// peek answers a decision's peek as run.go does: the backup path, freed
+// for a moment, delivers at its own rate.
+func (f *fakeNet) peek(e *Engine, d Decision) {
+	switch d.Peek {
+	case pathA:
+		e.Peeked(pathA, f.rateA, true)
+	case pathB:
+		e.Peeked(pathB, f.rateB, true)
+	}
+}
+
+// decide is one period: the sample under d, the engine's decision on it, and
+// the peek that decision asks for.
+func (f *fakeNet) decide(e *Engine, d Decision) Decision {
+	d = e.Step(f.next(d))
+	f.peek(e, d)
+	return d
 }
 
 // trialShare is the time a held mode gives to trials with the default
@@ -62,7 +89,7 @@ func run(t *testing.T, e *Engine, f *fakeNet, n int) (bestShare float64, switche
 	d := Decision{Mode: Multipath}
 	best := 0
 	for i := 0; i < n; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Mode == BestPath {
 			best++
 			if len(d.Backup) != 1 || d.Backup[0] == d.Best {
@@ -131,7 +158,7 @@ func holdingBestPath(t *testing.T, e *Engine, f *fakeNet) Decision {
 		if i > 100 {
 			t.Fatalf("no best-path hold on A began within 80 s where A is best (%v on %v)", e.Mode(), e.best)
 		}
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 	}
 	return d
 }
@@ -146,7 +173,7 @@ func TestFollowsDegradationAndRecovery(t *testing.T) {
 	f.rateA, f.mp = 1e5, 4e5
 	var at int
 	for i := 1; i <= 40; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Mode == Multipath && e.phase == holding {
 			at = i
 			break
@@ -161,7 +188,7 @@ func TestFollowsDegradationAndRecovery(t *testing.T) {
 	f.rateA, f.mp = 1e6, 2.6e5
 	at = 0
 	for i := 1; i <= 60; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Mode == BestPath && e.phase == holding {
 			at = i
 			break
@@ -209,7 +236,7 @@ func TestCollapsedBestPathMovesToTheOther(t *testing.T) {
 	d := holdingBestPath(t, e, f)
 	f.rateA, f.mp = 1e5, 0.9e5
 	for i := 1; i <= 20; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Chosen {
 			if d.Mode != BestPath || d.Best != pathB {
 				t.Fatalf("after A collapsed: %v on %v (%s); want best-path on B", d.Mode, d.Best, d.Reason)
@@ -336,7 +363,7 @@ func TestMovesToRecoveredBackupPath(t *testing.T) {
 	d := holdingBestPath(t, e, f)
 	f.rateA, f.rateB, f.mp = 1e5, 1e6, 2e5
 	for i := 1; i <= 60; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Chosen && d.Mode == BestPath && d.Best == pathB {
 			t.Logf("on B after %d steps: %s", i, d.Reason)
 			return
@@ -355,7 +382,7 @@ func TestTrialsGrowRareWhereNothingChanges(t *testing.T) {
 	var starts []int
 	best := 0
 	for i := 0; i < 400; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Switched && d.Trial {
 			starts = append(starts, i)
 		}
@@ -384,7 +411,7 @@ func TestLosingTrialEndsHalfWay(t *testing.T) {
 	f := newFakeNet(1e6, 3e5, 2.6e5)
 	d := Decision{Mode: Multipath}
 	for i := 0; i < 100; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Chosen && d.Mode == BestPath && e.lost > 0 {
 			if !strings.Contains(d.Reason, "ended after 2 of 4") {
 				t.Fatalf("the losing multipath trial was not cut half-way: %s", d.Reason)
@@ -409,7 +436,7 @@ func TestDegradationCutsALongHold(t *testing.T) {
 	f.rateB, f.mp = 1e5, 3e5
 	d := Decision{Mode: e.Mode()}
 	for i := 1; i <= 20; i++ {
-		d = e.Step(f.next(d))
+		d = f.decide(e, d)
 		if d.Chosen && d.Mode == BestPath {
 			if d.Best != pathA {
 				t.Fatalf("chose %v; A is the path left", d.Best)
@@ -422,4 +449,130 @@ func TestDegradationCutsALongHold(t *testing.T) {
 		}
 	}
 	t.Fatalf("still %v 10 s after multipath fell to 15%% of what it had", e.Mode())
+}
+
+// A backup path that recovers is noticed by a peek, not at the hold's
+// end: B, degraded to a tenth of A, comes back at twice A while multipath
+// still hurts. With peeks the controller is on B within a peek, a trial
+// and its settling (12 steps); without them not before the hold ends (16
+// periods or more: the trials lost before have backed it off).
+func TestPeekNoticesRecoveredBackup(t *testing.T) {
+	moved := func(peek int) int {
+		e := NewEngine(Config{Peek: peek})
+		f := newFakeNet(1e6, 1e5, 2e5)
+		d := holdingBestPath(t, e, f)
+		f.rateB, f.mp = 2e6, 5e5
+		for i := 1; i <= 150; i++ {
+			d = f.decide(e, d)
+			if d.Mode == BestPath && d.Best == pathB && e.phase == holding {
+				return i
+			}
+		}
+		return 0
+	}
+	with, without := moved(0), moved(-1)
+	t.Logf("on B after %d steps with peeks, %d without (0: not within 150)", with, without)
+	if with == 0 || with > 12 {
+		t.Errorf("with peeks: on B after %d steps (0: not within 150), want at most 12", with)
+	}
+	if without != 0 && without <= 16 {
+		t.Errorf("without peeks: on B after %d steps; the hold should have delayed it past 16", without)
+	}
+}
+
+// A peek that measures a backup at PeekGain times its previous peek
+// starts a trial even below the best path's rate: here B came back
+// enough for multipath to win.
+func TestPeekGainStartsTrial(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e5, 2e5)
+	d := holdingBestPath(t, e, f)
+	for i := 0; i < 2*e.cfg.Peek; i++ { // at least one peek at the degraded B
+		d = f.decide(e, d)
+	}
+	if e.Mode() != BestPath {
+		t.Fatalf("setup: %v, want best-path on A", e.Mode())
+	}
+	f.rateB, f.mp = 5e5, 1.5e6
+	for i := 1; i <= e.cfg.Peek+1; i++ {
+		d = f.decide(e, d)
+		if d.Switched {
+			if d.Mode != Multipath || !d.Trial || !strings.Contains(d.Reason, "5.0x its previous peek") {
+				t.Fatalf("after B's peek at 5x: %+v; want a multipath trial for the gain", d)
+			}
+			return
+		}
+	}
+	t.Fatalf("no trial within a peek of B's recovery: %v", e.Mode())
+}
+
+// Where nothing changes, best-path mode peeks at the backup every Peek
+// periods instead of trying multipath at every hold's end, so it spends
+// less time in losing trials than without peeks.
+func TestPeeksReplaceTrialsInBestPath(t *testing.T) {
+	trials := func(cfg Config) (n, peeks int) {
+		e := NewEngine(cfg)
+		f := newFakeNet(1e6, 3e5, 2.6e5)
+		d := Decision{Mode: Multipath}
+		for i := 0; i < 400; i++ {
+			d = f.decide(e, d)
+			if d.Switched && d.Trial && d.Mode == Multipath {
+				n++
+			}
+			if d.Peek != (SubflowID{}) {
+				if d.Mode != BestPath || d.Peek != pathB || len(d.Backup) != 1 || d.Backup[0] != pathB {
+					t.Fatalf("peek decision %+v: want a peek at the backup B in best-path mode", d)
+				}
+				peeks++
+			}
+		}
+		return n, peeks
+	}
+	with, peeks := trials(Config{})
+	without, none := trials(Config{Peek: -1})
+	t.Logf("multipath trials in 200 s: %d with peeks (%d peeks), %d without", with, peeks, without)
+	if none != 0 || peeks < 400/4/2 {
+		t.Errorf("%d peeks with Peek 4 (want about one every 4 periods in best-path), %d with Peek -1 (want 0)", peeks, none)
+	}
+	if with >= without {
+		t.Errorf("multipath trials: %d with peeks, %d without; peeks should replace them", with, without)
+	}
+}
+
+// A path that collapses under a full queue gets no ACK for a while, and
+// tcpi_delivery_rate goes on reporting the rate of its last one. Periods
+// in which a subflow with data out delivered nothing count as rate 0, so
+// the path chosen after a multipath trial is the one that delivers now.
+func TestStaleDeliveryRateIsNotBest(t *testing.T) {
+	e := NewEngine(Config{})
+	t0 := time.Unix(0, 0)
+	for i := 0; i <= 4; i++ {
+		e.Step(Sample{At: t0.Add(time.Duration(i) * 500 * time.Millisecond), Subflows: []SubflowSample{
+			{ID: pathA, DeliveryRate: 1e6, BytesAcked: 5e6, NotSent: 100 << 10, Unacked: 30}, // stale: no ACK since
+			{ID: pathB, DeliveryRate: 3e5, BytesAcked: 1e6 + uint64(i)*15e4},
+		}})
+	}
+	if best := e.bestOfLast([]SubflowID{pathA, pathB}, 2); best != pathB {
+		t.Fatalf("best of the last 2 periods: %v; A delivered nothing in them, B 300 KB/s", best)
+	}
+}
+
+// An application whose rate fits the best path gets the same goodput in
+// either mode. By default the tie goes to the held mode (multipath); with
+// PreferBestPath it goes to best-path mode, where no data waits for the
+// slower path.
+func TestPreferBestPathTakesTies(t *testing.T) {
+	for _, prefer := range []bool{false, true} {
+		e := NewEngine(Config{PreferBestPath: prefer})
+		f := newFakeNet(1e6, 3e5, 1.2e6)
+		f.app = 5e5
+		share, _ := run(t, e, f, 400)
+		t.Logf("PreferBestPath %v: best-path %.0f%% of the time", prefer, 100*share)
+		if prefer && share < 0.9 {
+			t.Errorf("PreferBestPath: best-path only %.0f%% of the time for an application at half the best path", 100*share)
+		}
+		if !prefer && share > trialShare+0.01 {
+			t.Errorf("by default: best-path %.0f%% of the time on a tie; the held multipath should keep it", 100*share)
+		}
+	}
 }
