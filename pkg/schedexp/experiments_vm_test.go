@@ -16,6 +16,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedexp"
@@ -36,11 +37,7 @@ func TestSchedExpInVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := spec.Out
-	if out == "" {
-		_, file, _, _ := runtime.Caller(0)
-		out = filepath.Join(filepath.Dir(file), "..", "..", "lab-results", "sched")
-	}
+	out := outDir(spec)
 	if out, err = filepath.Abs(out); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +61,16 @@ func TestSchedExpInVM(t *testing.T) {
 	}
 }
 
+// outDir is where the results go: the spec's out=, else lab-results/sched
+// in the repository.
+func outDir(spec schedexp.Spec) string {
+	if spec.Out != "" {
+		return spec.Out
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "lab-results", "sched")
+}
+
 // guestSpec skips unless this runs in the VM with experiment e selected.
 func guestSpec(t *testing.T, e string) schedexp.Spec {
 	t.Helper()
@@ -83,14 +90,6 @@ func guestSpec(t *testing.T, e string) schedexp.Spec {
 		t.Fatal("no out directory: TestSchedExpInVM passes one")
 	}
 	return spec
-}
-
-func kernelRelease(t *testing.T) string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // schedulers are the experiment's schedulers, loaded once under unique
@@ -165,7 +164,7 @@ func TestGuestExpDAPS(t *testing.T) {
 	list := spec.SchedulersOr(schedexp.DAPSSchedulers)
 	reps := spec.RepsOr(schedexp.DAPSReps)
 	s := loadSchedulers(t, list)
-	res := schedexp.DAPSResult{Meta: schedexp.Meta{Smoke: spec.Smoke, Kernel: kernelRelease(t)}, Bytes: spec.Bytes,
+	res := schedexp.DAPSResult{Meta: schedexp.Meta{Smoke: spec.Smoke, Kernel: kernel.Release()}, Bytes: spec.Bytes,
 		RecordSize: blocking.DefaultRecordSize, Queue: spec.Queue, Pace: spec.Pace}
 	for _, n := range spec.Cases {
 		c := schedexp.DAPSCases[n-1]
@@ -177,9 +176,9 @@ func TestGuestExpDAPS(t *testing.T) {
 			for _, algo := range list {
 				t.Run(fmt.Sprintf("case%d/%s/%d", n, algo, rep), func(t *testing.T) {
 					net := testkernel.Net(t, topo.Config{
-						Paths: []int{0, 1},
+						Paths:       []int{0, 1},
 						Bottlenecks: cr.Bottlenecks(),
-						Subflows: true,
+						Subflows:    true,
 					})
 					s.use(t, algo, net.Client)
 					r := transfer(t, net, 0, blocking.Options{
@@ -211,7 +210,7 @@ func TestGuestExpPAPD(t *testing.T) {
 	s := loadSchedulers(t, list)
 	ratio := schedexp.SeedBufferRatio()
 	target := int(ratio * spec.RateBits / 8 * schedexp.PAPDRTT1.Seconds())
-	res := schedexp.PAPDResult{Meta: schedexp.Meta{Smoke: spec.Smoke, Kernel: kernelRelease(t)}, RateBits: spec.RateBits,
+	res := schedexp.PAPDResult{Meta: schedexp.Meta{Smoke: spec.Smoke, Kernel: kernel.Release()}, RateBits: spec.RateBits,
 		RTT1Ms: ms(schedexp.PAPDRTT1), BufRatio: ratio, Seconds: spec.Duration.Seconds(), WarmupSec: spec.Warmup.Seconds()}
 
 	queue := func(rtt time.Duration) uint32 { return uint32(spec.RateBits / 8 * rtt.Seconds()) }
@@ -307,7 +306,7 @@ func TestGuestExpCost(t *testing.T) {
 		t.Fatalf("enabling BPF run-time statistics: %v", err)
 	}
 	defer stats.Close()
-	res := schedexp.CostResult{Meta: schedexp.Meta{Smoke: spec.Smoke, Kernel: kernelRelease(t)}, Seconds: spec.CostDuration.Seconds()}
+	res := schedexp.CostResult{Meta: schedexp.Meta{Smoke: spec.Smoke, Kernel: kernel.Release()}, Seconds: spec.CostDuration.Seconds()}
 	for rep := 1; rep <= reps; rep++ {
 		for _, algo := range list {
 			t.Run(fmt.Sprintf("%s/%d", algo, rep), func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
@@ -12,6 +11,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedexp"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
@@ -56,11 +56,7 @@ func TestBenchDAPSStock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := spec.Out
-	if out == "" {
-		_, file, _, _ := runtime.Caller(0)
-		out = filepath.Join(filepath.Dir(file), "..", "..", "lab-results", "sched")
-	}
+	out := outDir(spec)
 	reps := spec.RepsOr(3)
 	root := testkernel.PinRoot(t)
 	ccs := map[string]string{
@@ -79,7 +75,7 @@ func TestBenchDAPSStock(t *testing.T) {
 	}{{"bulk", 0}, {"paced80", 0.8}}
 	results := make([]schedexp.DAPSResult, len(regimes))
 	for i, rg := range regimes {
-		results[i] = schedexp.DAPSResult{Meta: schedexp.Meta{Kernel: kernelRelease(t)}, Bytes: spec.Bytes,
+		results[i] = schedexp.DAPSResult{Meta: schedexp.Meta{Kernel: kernel.Release()}, Bytes: spec.Bytes,
 			RecordSize: blocking.DefaultRecordSize, Queue: spec.Queue, Pace: rg.pace}
 		for _, n := range spec.Cases {
 			cr, err := schedexp.NewCaseResult(n, spec.Queue)
@@ -97,10 +93,10 @@ func TestBenchDAPSStock(t *testing.T) {
 				for _, arm := range stockArms {
 					t.Run(fmt.Sprintf("case%d/%s/%s/%d", cr.Case, rg.name, arm.name, rep), func(t *testing.T) {
 						net := testkernel.Net(t, topo.Config{
-							Paths: []int{0, 1},
+							Paths:       []int{0, 1},
 							Bottlenecks: cr.Bottlenecks(),
-							Subflows: true,
-							Backup:   []bool{false, arm.backup},
+							Subflows:    true,
+							Backup:      []bool{false, arm.backup},
 						})
 						r := transfer(t, net, 0, blocking.Options{
 							CC:   ccs[arm.cc],
