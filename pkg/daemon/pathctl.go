@@ -316,7 +316,7 @@ func (m *pathManager) sync(ctx context.Context, cfg Pathctl) {
 		delete(m.watches, ns)
 		m.log.Info("path controller: no longer controlling the namespace's connections", "netns", nsName(ns))
 	}
-	restartAll := old.Apply != cfg.Apply || old.Period != cfg.Period || old.OnStall != cfg.OnStall || old.peeks() != cfg.peeks() || old.prefer() != cfg.prefer()
+	restartAll := old.Apply != cfg.Apply || old.engine() != cfg.engine()
 	for k, e := range m.conns {
 		switch {
 		case !slices.Contains(want, k.ns):

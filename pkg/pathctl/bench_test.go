@@ -139,11 +139,8 @@ func benchEnv(t *testing.T) (reps, secs int) {
 func runController(t *testing.T, o pathctl.Options) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	start := time.Now()
 	if o.Event == nil {
-		o.Event = func(e pathctl.Event) {
-			t.Logf("  %5.1fs %v%s: %s (err %v)", e.At.Sub(start).Seconds(), e.Decision.Mode, map[bool]string{true: " trial"}[e.Decision.Trial], e.Decision.Reason, e.Err)
-		}
+		o.Event = logEvents(t)
 	}
 	go func() { done <- pathctl.Run(ctx, o) }()
 	return func() {
@@ -151,6 +148,14 @@ func runController(t *testing.T, o pathctl.Options) (stop func()) {
 		if err := <-done; err != nil && err != context.Canceled {
 			t.Errorf("controller: %v", err)
 		}
+	}
+}
+
+// logEvents logs each of the controller's decisions, timed from now.
+func logEvents(t *testing.T) func(pathctl.Event) {
+	start := time.Now()
+	return func(e pathctl.Event) {
+		t.Logf("  %5.1fs %v%s: %s (err %v)", e.At.Sub(start).Seconds(), e.Decision.Mode, map[bool]string{true: " trial"}[e.Decision.Trial], e.Decision.Reason, e.Err)
 	}
 }
 

@@ -189,6 +189,19 @@ type subflowState struct {
 	seen        bool
 }
 
+// maxRate is the highest delivery rate of the last n periods (0 for a
+// subflow not seen).
+func (st *subflowState) maxRate(n int) uint64 {
+	if st == nil {
+		return 0
+	}
+	var m uint64
+	for _, r := range st.rates[max(0, len(st.rates)-n):] {
+		m = max(m, r)
+	}
+	return m
+}
+
 type ackedAt struct {
 	at    time.Time
 	acked uint64
@@ -439,12 +452,7 @@ func (e *Engine) recovered(p peekResult) string {
 	}
 	prev := st.peekRate
 	st.peekRate = p.rate
-	var best uint64
-	if b := e.subflows[e.best]; b != nil {
-		for _, r := range b.rates {
-			best = max(best, r)
-		}
-	}
+	best := e.subflows[e.best].maxRate(e.cfg.RateWindow)
 	switch {
 	case p.rate > best:
 		return fmt.Sprintf("peek: backup %s delivered %d B/s, more than best path %s (%d)", p.id, p.rate, e.best, best)
@@ -601,12 +609,7 @@ func (e *Engine) bestOfLast(ids []SubflowID, n int) SubflowID {
 	var best SubflowID
 	var top uint64
 	for i, id := range ids {
-		var m uint64
-		if st := e.subflows[id]; st != nil {
-			for _, r := range st.rates[max(0, len(st.rates)-n):] {
-				m = max(m, r)
-			}
-		}
+		m := e.subflows[id].maxRate(n)
 		if i == 0 || m > top {
 			best, top = id, m
 		}

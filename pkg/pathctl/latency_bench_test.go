@@ -95,11 +95,7 @@ func controlFirst(ctx context.Context, t *testing.T, ns string, cfg pathctl.Conf
 		}
 		for _, k := range socks {
 			if k.MPTCP && k.Token != 0 && k.Local.Addr().Unmap() == topo.ClientAddr(0) {
-				start := time.Now()
-				return pathctl.Run(ctx, pathctl.Options{NS: ns, Token: k.Token, Apply: pathctl.PerEndpoint, Config: cfg,
-					Event: func(e pathctl.Event) {
-						t.Logf("  %5.1fs %v: %s (err %v)", time.Since(start).Seconds(), e.Decision.Mode, e.Decision.Reason, e.Err)
-					}})
+				return pathctl.Run(ctx, pathctl.Options{NS: ns, Token: k.Token, Apply: pathctl.PerEndpoint, Config: cfg, Event: logEvents(t)})
 			}
 		}
 		select {
