@@ -88,7 +88,7 @@ events: {enabled: false}
 	sends := positive(body, "mptcp_cc_subflow_scheduler_decisions_total", first, `kind="send"`)
 	t.Logf("%s's per-subflow bursts:\n%s", first, strings.Join(bursts, "\n"))
 	if len(bursts) != 2 || len(sends) != 2 {
-		t.Errorf("want both subflows with %s's sends and bytes, got %d and %d:\n%s", first, len(sends), len(bursts), grepLines(body, "subflow_scheduler"))
+		t.Errorf("want both subflows with %s's sends and bytes, got %d and %d:\n%s", first, len(sends), len(bursts), servetest.Lines(body, "subflow_scheduler"))
 	}
 
 	// The reload swaps rr for minrtt while the connection runs rr.
@@ -133,10 +133,10 @@ events: {enabled: false}
 		}
 	}
 	if strings.Contains(body, `scheduler="`+first+`"`) {
-		t.Errorf("/metrics still shows %s after the reload removed it:\n%s", first, grepLines(body, first))
+		t.Errorf("/metrics still shows %s after the reload removed it:\n%s", first, servetest.Lines(body, first))
 	}
 	if len(positive(body, "mptcp_cc_subflow_scheduler_decisions_total", second, `kind="send"`)) == 0 {
-		t.Errorf("no subflow with %s's sends:\n%s", second, grepLines(body, "subflow_scheduler"))
+		t.Errorf("no subflow with %s's sends:\n%s", second, servetest.Lines(body, "subflow_scheduler"))
 	}
 	if res, err = c.Wait(); err != nil {
 		t.Fatal(err)
@@ -185,14 +185,4 @@ func positive(body, family string, labels ...string) []string {
 		}
 	}
 	return out
-}
-
-func grepLines(body, sub string) string {
-	var out []string
-	for _, line := range strings.Split(body, "\n") {
-		if strings.Contains(line, sub) && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -141,3 +141,14 @@ func Get(t testing.TB, url string) string {
 	}
 	return string(b)
 }
+
+// Lines are the lines of s that contain sub, for a failure message.
+func Lines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

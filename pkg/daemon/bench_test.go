@@ -114,7 +114,7 @@ events: {namespaces: [%s]}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not %d subflows after 60 s:\n%s", 2*conns, grep(body, "algorithm_subflows"))
+			t.Fatalf("not %d subflows after 60 s:\n%s", 2*conns, servetest.Lines(body, "algorithm_subflows"))
 		}
 	}
 	t.Logf("%d connections x 2 subflows up in %v", conns, time.Since(start).Round(time.Millisecond))

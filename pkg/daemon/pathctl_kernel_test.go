@@ -117,7 +117,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 		}
 	}
 	if toBest == 0 {
-		t.Errorf("no switch to best-path counted:\n%s", grep(body, "mptcp_cc_pathctl_"))
+		t.Errorf("no switch to best-path counted:\n%s", servetest.Lines(body, "mptcp_cc_pathctl_"))
 	}
 	var controlled int
 	for _, mode := range []string{"multipath", "best-path", "trial"} {
@@ -128,7 +128,7 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 		}
 	}
 	if controlled != 1 {
-		t.Errorf("%d connections controlled, want 1 (the other's port is filtered out):\n%s", controlled, grep(body, "mptcp_cc_pathctl_"))
+		t.Errorf("%d connections controlled, want 1 (the other's port is filtered out):\n%s", controlled, servetest.Lines(body, "mptcp_cc_pathctl_"))
 	}
 	st, err := pathctl.ReadStates(state)
 	if err != nil || len(st) != 1 || len(st[0].Connections) != 1 || st[0].Connections[0].Token != hex {
@@ -139,8 +139,8 @@ func TestPathctlDaemonEndToEnd(t *testing.T) {
 		t.Errorf("the connection to another port was not left alone (%s):\n%s", left, logs.String())
 	}
 
-	t.Logf("logged:\n%s", grep(logs.String(), "path controller switched"))
-	t.Logf("metrics:\n%s", grep(body, "pathctl_switches_total{cause=\"trial\"")+"\n"+grep(body, "pathctl_connections"))
+	t.Logf("logged:\n%s", servetest.Lines(logs.String(), "path controller switched"))
+	t.Logf("metrics:\n%s", servetest.Lines(body, "pathctl_switches_total{cause=\"trial\"")+"\n"+servetest.Lines(body, "pathctl_connections"))
 
 	// Shutdown while the transfer runs: no flag is left, on the subflow or
 	// the endpoint.

@@ -215,10 +215,10 @@ events: {enabled: false}
 	}
 	body := servetest.Get(t, url)
 	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_rule_info{cc="%s",cgroup="%s",dst="any",dst_port="0",tcp="false"} 1`, name, cg)) {
-		t.Errorf("/metrics lacks the policy rule:\n%s", grep(body, "policy"))
+		t.Errorf("/metrics lacks the policy rule:\n%s", servetest.Lines(body, "policy"))
 	}
 	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_policy_errors_total{cgroup="%s"} 0`, cg)) {
-		t.Errorf("/metrics lacks the policy's error counter:\n%s", grep(body, "policy"))
+		t.Errorf("/metrics lacks the policy's error counter:\n%s", servetest.Lines(body, "policy"))
 	}
 	if code := d.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("SIGTERM: exit %d\n%s", code, d.Logs())
@@ -249,16 +249,6 @@ func testCgroup(t *testing.T, proot string) string {
 	t.Cleanup(func() { _ = os.Remove(cg) })
 	t.Cleanup(func() { _ = policy.Detach(cg, proot) })
 	return cg
-}
-
-func grep(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // Bad input: a clear message, a non-zero exit, nothing registered or

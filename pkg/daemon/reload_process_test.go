@@ -290,7 +290,7 @@ events: {enabled: false}
 		// A refusal logs a line per problem: count the reloads instead.
 		waitMetric(t, url, fmt.Sprintf(`mptcp_cc_config_reloads_total{result="failure"} %d`, i+1))
 		if !strings.Contains(d.Logs(), b.want) {
-			t.Errorf("the refusal does not name the problem %q:\n%s", b.want, grep(d.Logs(), "refused"))
+			t.Errorf("the refusal does not name the problem %q:\n%s", b.want, servetest.Lines(d.Logs(), "refused"))
 		}
 		if now := readKernelState(t, root, proot, cg); fmt.Sprint(now) != fmt.Sprint(after) {
 			t.Errorf("a refused reload changed the kernel:\n%+v\nwas\n%+v", now, after)
@@ -316,7 +316,7 @@ events: {enabled: false}
 		t.Fatalf("the address did not change: %s", newURL)
 	}
 	if body := servetest.Get(t, newURL); !strings.Contains(body, `mptcp_cc_config_reloads_total{result="success"} 2`) {
-		t.Errorf("the new address does not serve the metrics:\n%s", grep(body, "reload"))
+		t.Errorf("the new address does not serve the metrics:\n%s", servetest.Lines(body, "reload"))
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := http.Get(url); err != nil {

@@ -56,7 +56,7 @@ func TestServeNetnsScheduler(t *testing.T) {
 	}
 	body = servetest.Get(t, url)
 	if !strings.Contains(body, "mptcp_cc_scrape_error 1") || strings.Contains(body, `netns="`+ns+`"`) || !strings.Contains(body, `netns="host"`) {
-		t.Errorf("after deleting %s:\n%s", ns, grep(body, "netns_scheduler_info")+"\n"+grep(body, "scrape_error"))
+		t.Errorf("after deleting %s:\n%s", ns, servetest.Lines(body, "netns_scheduler_info")+"\n"+servetest.Lines(body, "scrape_error"))
 	}
 	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(d.Logs(), ns); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
