@@ -145,7 +145,7 @@ func Run(o Options) (Result, error) {
 	if conn == nil {
 		return res, fmt.Errorf("the capture saw no MPTCP connection from %s (is the connection MPTCP?)", s.remote)
 	}
-	res.Subflows, res.MaxWindow, res.Unmapped = conn.Subflows, conn.MaxWindow, tr.Unmapped
+	res.Subflows, res.MaxWindow, res.Unmapped = conn.Subflows(), conn.MaxWindow, tr.Unmapped
 	res.SubflowBytes = conn.SubflowBytes
 	if res.Samples, err = Join(s.reads, o.Send.RecordSize, conn); err != nil {
 		return res, err

@@ -59,8 +59,6 @@ type Conn struct {
 	// Client is the client's end of the initial subflow (the address the
 	// accepted socket reports as its peer), Server the server's.
 	Client, Server netip.AddrPort
-	// Subflows counts the subflows whose SYN was seen.
-	Subflows int
 	// MaxWindow is the largest receive window the server advertised
 	// (scaled), in bytes: the most data the client could have in flight.
 	MaxWindow uint64
@@ -75,6 +73,9 @@ type Conn struct {
 	keyed        bool // idsn is known
 	lastDSN      uint64
 }
+
+// Subflows counts the subflows whose SYN was seen.
+func (c *Conn) Subflows() int { return len(c.SubflowBytes) }
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
@@ -123,7 +124,7 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 	if p.SYN && !p.ACK {
 		switch {
 		case p.MPC:
-			c := &Conn{Client: p.Src, Server: p.Dst, Subflows: 1, SubflowBytes: []uint64{0}}
+			c := &Conn{Client: p.Src, Server: p.Dst, SubflowBytes: []uint64{0}}
 			sf = &subflow{conn: c, isn: p.Seq, wscale: -1}
 			t.conns = append(t.conns, c)
 		case p.Join:
@@ -131,7 +132,6 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 			if c == nil {
 				return // a join to a connection whose start was not seen
 			}
-			c.Subflows++
 			c.SubflowBytes = append(c.SubflowBytes, 0)
 			sf = &subflow{conn: c, index: len(c.SubflowBytes) - 1, isn: p.Seq, wscale: -1}
 		default:

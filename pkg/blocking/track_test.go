@@ -65,8 +65,8 @@ func TestTrackerJoinsSubflowsAndMappings(t *testing.T) {
 	if c == nil {
 		t.Fatal("the connection is not filed under its initial subflow's client address")
 	}
-	if c.Subflows != 2 {
-		t.Errorf("%d subflows, want 2", c.Subflows)
+	if c.Subflows() != 2 {
+		t.Errorf("%d subflows, want 2", c.Subflows())
 	}
 	if c.MaxWindow != 1000<<4 {
 		t.Errorf("max window %d, want 1000<<4", c.MaxWindow)
