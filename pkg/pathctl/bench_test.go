@@ -58,11 +58,11 @@ var seedCells = []seedCell{
 // PATHCTL_BENCH="reps=N seconds=S" (defaults 2 and 20).
 func TestBenchSeedPAPD(t *testing.T) {
 	testenv.Bench(t)
-	reps, secs := benchEnv(t)
+	reps, secs, cells := benchEnv(t)
 	const rate = 10e6
 	d := time.Duration(secs) * time.Second
 	var rows []string
-	for _, c := range seedCells {
+	for _, c := range cells {
 		var best, def, ctl, nopeek []float64
 		for r := 0; r < reps; r++ {
 			best = append(best, goodput(t, c, rate, d, "best"))
@@ -113,9 +113,11 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 	return g
 }
 
-// benchEnv reads PATHCTL_BENCH="reps=N seconds=S" (defaults 2 and 20).
-func benchEnv(t *testing.T) (reps, secs int) {
-	reps, secs = 2, 20
+// benchEnv reads PATHCTL_BENCH="reps=N seconds=S rtt2=MS" (defaults 2,
+// 20 and every cell; rtt2 keeps the seed cells whose second path has that
+// RTT, for a closer look at one row).
+func benchEnv(t *testing.T) (reps, secs int, cells []seedCell) {
+	reps, secs, cells = 2, 20, seedCells
 	for _, f := range strings.Fields(os.Getenv("PATHCTL_BENCH")) {
 		k, v, _ := strings.Cut(f, "=")
 		n, err := strconv.Atoi(v)
@@ -127,11 +129,21 @@ func benchEnv(t *testing.T) (reps, secs int) {
 			reps = n
 		case "seconds":
 			secs = n
+		case "rtt2":
+			cells = nil
+			for _, c := range seedCells {
+				if c.rtt2 == time.Duration(n)*time.Millisecond {
+					cells = append(cells, c)
+				}
+			}
+			if len(cells) == 0 {
+				t.Fatalf("PATHCTL_BENCH: no seed cell has rtt2=%d ms", n)
+			}
 		default:
-			t.Fatalf("PATHCTL_BENCH: unknown key %q (reps, seconds)", k)
+			t.Fatalf("PATHCTL_BENCH: unknown key %q (reps, seconds, rtt2)", k)
 		}
 	}
-	return reps, secs
+	return reps, secs, cells
 }
 
 // runController runs pathctl with o in the background; the returned stop
@@ -187,7 +199,7 @@ func median(v []float64) float64 {
 // PATHCTL_BENCH="reps=N seconds=S" (defaults 2 and 20).
 func TestBenchStall(t *testing.T) {
 	testenv.Bench(t)
-	reps, secs := benchEnv(t)
+	reps, secs, _ := benchEnv(t)
 	d := time.Duration(secs) * time.Second
 	root := testkernel.PinRoot(t)
 	name := testkernel.Load(t, root, "olia", cc.Params{})
@@ -374,7 +386,7 @@ func changeTrace(t *testing.T, good, bad float64, phase time.Duration) *linkem.T
 // the controller's flags following it.
 func TestBenchPathChange(t *testing.T) {
 	testenv.Bench(t)
-	reps, _ := benchEnv(t)
+	reps, _, _ := benchEnv(t)
 	const phase = 12 * time.Second
 	var rows []string
 	arms := []struct {

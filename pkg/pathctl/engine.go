@@ -85,7 +85,7 @@ type Sample struct {
 // Config tunes the engine. Zero fields take the defaults.
 type Config struct {
 	Period     time.Duration // between samples (default 500 ms)
-	Warmup     int           // periods of multipath before the first trial (default 4)
+	Warmup     int           // periods of multipath before the first trial, at most (default 4; see warming)
 	Trial      int           // periods a trial measures, after it settled (default 4)
 	MaxSettle  int           // periods a trial may wait to settle at most (default 16)
 	Hold       int           // periods a chosen mode is held before the next trial (default 16)
@@ -101,6 +101,13 @@ type Config struct {
 	// degrades, or the hold reaches HoldMax. Below 0: no peeks, and a trial
 	// ends every hold.
 	Peek int
+	// PeekMax: a peek that saw nothing new doubles the wait for the next,
+	// up to PeekMax periods (default 2 x Peek); a new hold starts again at
+	// Peek. Each peek sends a window onto a path that was slow when last
+	// seen, which the best path's receiver may wait for, so a path that
+	// stays degraded is looked at less often, at the price of noticing its
+	// recovery up to PeekMax periods late.
+	PeekMax int
 	// PeekGain: a peek measuring a backup path at this multiple of its
 	// previous peek's rate starts a trial (default 2). So does one faster
 	// than the best path's windowed-max delivery rate.
@@ -139,6 +146,9 @@ func (c Config) withDefaults() Config {
 	def(&c.RateWindow, 10)
 	if c.Peek == 0 {
 		c.Peek = 4
+	}
+	if c.PeekMax < c.Peek {
+		c.PeekMax = 2 * c.Peek
 	}
 	if c.PeekGain <= 1 {
 		c.PeekGain = 2
@@ -243,14 +253,20 @@ type Engine struct {
 	// afterChange: the trial under way was started by a degradation, so
 	// something changed; losing it is no reason to probe less.
 	afterChange bool
-	length      int  // steps the current phase lasts (a trial: once settled)
-	settled     bool // a trial's measurement has begun
-	waited      int  // steps a trial has waited to settle
-	last        time.Time
-	subflows    map[SubflowID]*subflowState
-	sincePeek   int         // steps since the last peek (or the hold began)
-	peekTurn    int         // which backup subflow the next peek looks at
-	peeked      *peekResult // what the last peek measured, until a step judges it
+	length      int // steps the current phase lasts (a trial: once settled)
+	// warming: the hold is the start-up's multipath warm-up. It ends
+	// early, after two measured periods, once the goodput stops growing:
+	// slow start is over, so multipath is measured at what it does. Each
+	// period of it costs the most where the best path alone would do better.
+	warming   bool
+	settled   bool // a trial's measurement has begun
+	waited    int  // steps a trial has waited to settle
+	last      time.Time
+	subflows  map[SubflowID]*subflowState
+	sincePeek int         // steps since the last peek (or the hold began)
+	peekEvery int         // steps between peeks now: Peek, doubled by each that saw nothing new
+	peekTurn  int         // which backup subflow the next peek looks at
+	peeked    *peekResult // what the last peek measured, until a step judges it
 }
 
 // peekResult is what a peek at a backup subflow measured.
@@ -271,7 +287,7 @@ func (e *Engine) Peeked(id SubflowID, rate uint64, delivered bool) {
 // NewEngine starts in multipath mode, warming up.
 func NewEngine(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	return &Engine{cfg: cfg, mode: Multipath, phase: holding, length: cfg.Warmup, subflows: map[SubflowID]*subflowState{}}
+	return &Engine{cfg: cfg, mode: Multipath, phase: holding, length: cfg.Warmup, warming: true, subflows: map[SubflowID]*subflowState{}}
 }
 
 // Mode is the current mode.
@@ -295,7 +311,7 @@ func (e *Engine) Step(s Sample) Decision {
 	if len(live) < 2 {
 		// Nothing to choose between: multipath, no flags.
 		changed := e.mode != Multipath
-		e.mode, e.phase, e.length = Multipath, holding, e.cfg.Warmup
+		e.mode, e.phase, e.length, e.warming = Multipath, holding, e.cfg.Warmup, true
 		e.resetPhase()
 		return e.decision(live, changed, "fewer than two subflows")
 	}
@@ -358,9 +374,13 @@ func (e *Engine) Step(s Sample) Decision {
 		if peeks {
 			end = e.cfg.HoldMax // peeks, not trials, look for a recovered path
 		}
+		if e.warming && e.plateaued() {
+			e.startTrial(live)
+			return e.decision(live, true, "trial of "+e.mode.String()+" (warm-up over: goodput stopped growing)")
+		}
 		if e.steps < end {
 			d := e.decision(live, false, "holding")
-			if e.sincePeek++; peeks && e.sincePeek >= e.cfg.Peek {
+			if e.sincePeek++; peeks && e.sincePeek >= e.peekEvery {
 				e.sincePeek = 0
 				d.Peek = d.Backup[e.peekTurn%len(d.Backup)]
 				e.peekTurn++
@@ -444,22 +464,30 @@ func (e *Engine) Step(s Sample) Decision {
 
 // recovered judges a peek: a reason to try multipath again if the backup
 // path it measured delivered faster than the best path does, or at
-// PeekGain times its previous peek; "" if not.
+// PeekGain times its previous peek; "" if not, and the next peek waits
+// longer (a peek with no ACK in it saw a path as slow as before, or
+// slower: nothing new, at the highest cost).
 func (e *Engine) recovered(p peekResult) string {
 	st := e.subflows[p.id]
-	if st == nil || !p.delivered || p.id == e.best {
+	if st == nil || p.id == e.best {
 		return ""
 	}
-	prev := st.peekRate
-	st.peekRate = p.rate
-	best := e.subflows[e.best].maxRate(e.cfg.RateWindow)
-	switch {
-	case p.rate > best:
-		return fmt.Sprintf("peek: backup %s delivered %d B/s, more than best path %s (%d)", p.id, p.rate, e.best, best)
-	case prev > 0 && float64(p.rate) >= e.cfg.PeekGain*float64(prev):
-		return fmt.Sprintf("peek: backup %s delivered %d B/s, %.1fx its previous peek", p.id, p.rate, float64(p.rate)/float64(prev))
+	why := ""
+	if p.delivered {
+		prev := st.peekRate
+		st.peekRate = p.rate
+		best := e.subflows[e.best].maxRate(e.cfg.RateWindow)
+		switch {
+		case p.rate > best:
+			why = fmt.Sprintf("peek: backup %s delivered %d B/s, more than best path %s (%d)", p.id, p.rate, e.best, best)
+		case prev > 0 && float64(p.rate) >= e.cfg.PeekGain*float64(prev):
+			why = fmt.Sprintf("peek: backup %s delivered %d B/s, %.1fx its previous peek", p.id, p.rate, float64(p.rate)/float64(prev))
+		}
 	}
-	return ""
+	if why == "" {
+		e.peekEvery = min(2*e.peekEvery, e.cfg.PeekMax)
+	}
+	return why
 }
 
 // holdAfterLoss is the hold after e.lost trials lost in a row: Hold
@@ -470,6 +498,19 @@ func (e *Engine) holdAfterLoss() int {
 		h *= 2
 	}
 	return min(h, e.cfg.HoldMax)
+}
+
+// plateaued: the phase has two whole periods behind it (the period ending
+// at its first step began before it) and the last brought no more than
+// Margin over the one before it.
+func (e *Engine) plateaued() bool {
+	n := len(e.stepBytes)
+	if n < 3 || e.stepTimes[n-2] <= 0 || e.stepTimes[n-1] <= 0 {
+		return false
+	}
+	prev := float64(e.stepBytes[n-2]) / e.stepTimes[n-2].Seconds()
+	last := float64(e.stepBytes[n-1]) / e.stepTimes[n-1].Seconds()
+	return prev > 0 && last <= prev*(1+e.cfg.Margin)
 }
 
 // startTrial measures the held mode over its last steps and switches to
@@ -494,9 +535,9 @@ func (e *Engine) restart(m Mode, best SubflowID) {
 
 func (e *Engine) enter(m Mode, best SubflowID, p phase, length int) {
 	e.mode, e.best, e.phase, e.length = m, best, p, length
-	e.afterChange = false
+	e.afterChange, e.warming = false, false
 	e.settled, e.waited = p != trying, 0
-	e.sincePeek = 0
+	e.sincePeek, e.peekEvery = 0, e.cfg.Peek
 	e.resetPhase()
 }
 

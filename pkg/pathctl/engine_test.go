@@ -1,6 +1,7 @@
 package pathctl
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ type fakeNet struct {
 	rateB  uint64
 	mp     uint64 // goodput in multipath mode, bytes/s
 	app    uint64 // the application's rate, bytes/s (0: unlimited)
+	ramp   int    // steps of slow start: multipath goodput grows to mp over them
 	period time.Duration
 }
 
@@ -49,6 +51,9 @@ func (f *fakeNet) next(d Decision) Sample {
 	} else {
 		// multipath goodput, split by the paths' rates
 		mp := limit(f.mp)
+		if f.step <= f.ramp {
+			mp = mp * float64(f.step) / float64(f.ramp+1)
+		}
 		a := mp * float64(f.rateA) / float64(f.rateA+f.rateB)
 		f.acked[pathA] += uint64(a * secs)
 		f.acked[pathB] += uint64((mp - a) * secs)
@@ -103,6 +108,43 @@ func run(t *testing.T, e *Engine, f *fakeNet, n int) (bestShare float64, switche
 		}
 	}
 	return float64(best) / float64(n), switches
+}
+
+// The first trial comes as soon as the warm-up's goodput stops growing (two
+// measured periods), not after the whole warm-up: where multipath is poor,
+// every period of it costs most of the best path's rate.
+func TestWarmupEndsWhenGoodputPlateaus(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e5, 3e5)
+	d := Decision{Mode: Multipath}
+	for i := 1; i <= 3; i++ {
+		d = f.decide(e, d)
+		if want := i == 3; d.Trial != want {
+			t.Fatalf("step %d: trial %v, want %v (%s)", i, d.Trial, want, d.Reason)
+		}
+	}
+	if d.Mode != BestPath || !strings.Contains(d.Reason, "warm-up over") {
+		t.Errorf("step 3: %v (%s), want a best-path trial ending the warm-up", d.Mode, d.Reason)
+	}
+}
+
+// While the goodput still grows (slow start), the warm-up runs its full
+// length: a multipath rate measured half-way up the ramp would lose to
+// best path for the wrong reason.
+func TestWarmupWaitsOutSlowStart(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e6, 2e6)
+	f.ramp = 8
+	d := Decision{Mode: Multipath}
+	warmup := Config.withDefaults(Config{}).Warmup
+	for i := 1; i < warmup; i++ {
+		if d = f.decide(e, d); d.Trial {
+			t.Fatalf("step %d: trial while the goodput still grows (%s)", i, d.Reason)
+		}
+	}
+	if d = f.decide(e, d); !d.Trial {
+		t.Errorf("step %d, the warm-up's last: no trial (%s)", warmup, d.Reason)
+	}
 }
 
 // Where aggregation works (two equal paths, multipath twice either), the
@@ -494,7 +536,7 @@ func TestPeekGainStartsTrial(t *testing.T) {
 		t.Fatalf("setup: %v, want best-path on A", e.Mode())
 	}
 	f.rateB, f.mp = 5e5, 1.5e6
-	for i := 1; i <= e.cfg.Peek+1; i++ {
+	for i := 1; i <= e.cfg.PeekMax+1; i++ {
 		d = f.decide(e, d)
 		if d.Switched {
 			if d.Mode != Multipath || !d.Trial || !strings.Contains(d.Reason, "5.0x its previous peek") {
@@ -531,8 +573,8 @@ func TestPeeksReplaceTrialsInBestPath(t *testing.T) {
 	with, peeks := trials(Config{})
 	without, none := trials(Config{Peek: -1})
 	t.Logf("multipath trials in 200 s: %d with peeks (%d peeks), %d without", with, peeks, without)
-	if none != 0 || peeks < 400/4/2 {
-		t.Errorf("%d peeks with Peek 4 (want about one every 4 periods in best-path), %d with Peek -1 (want 0)", peeks, none)
+	if none != 0 || peeks < 400/8/2 {
+		t.Errorf("%d peeks with Peek 4 (want about one every 8 periods in best-path, after back-off), %d with Peek -1 (want 0)", peeks, none)
 	}
 	if with >= without {
 		t.Errorf("multipath trials: %d with peeks, %d without; peeks should replace them", with, without)
@@ -574,5 +616,39 @@ func TestPreferBestPathTakesTies(t *testing.T) {
 		if !prefer && share > trialShare+0.01 {
 			t.Errorf("by default: best-path %.0f%% of the time on a tie; the held multipath should keep it", 100*share)
 		}
+	}
+}
+
+// Peeks that see nothing new come less often (every Peek periods, then
+// every PeekMax): each costs the best path a wait for a slow one. A new
+// hold starts again at Peek.
+func TestPeeksBackOffWhileNothingChanges(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFakeNet(1e6, 1e5, 2e5)
+	d := holdingBestPath(t, e, f)
+	var gaps []int
+	last := 0
+	for i := 1; i <= 40; i++ {
+		d = f.decide(e, d)
+		if d.Mode != BestPath || d.Switched {
+			t.Fatalf("step %d: %v (%s); want best-path held", i, d.Mode, d.Reason)
+		}
+		if d.Peek != (SubflowID{}) {
+			gaps = append(gaps, i-last)
+			last = i
+		}
+	}
+	want := []int{4, 8, 8, 8, 8}
+	if fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Errorf("periods between peeks at an unchanged backup: %v, want %v", gaps, want)
+	}
+	e.enter(BestPath, pathA, holding, e.cfg.Hold)
+	for i := 1; i <= e.cfg.Peek; i++ {
+		if d = f.decide(e, d); d.Peek != (SubflowID{}) && i != e.cfg.Peek {
+			t.Fatalf("a new hold peeked after %d periods, want %d", i, e.cfg.Peek)
+		}
+	}
+	if d.Peek == (SubflowID{}) {
+		t.Errorf("a new hold did not peek after %d periods", e.cfg.Peek)
 	}
 }

@@ -30,7 +30,7 @@ import (
 // PATHCTL_BENCH="reps=N" (default 2).
 func TestBenchPreferLatency(t *testing.T) {
 	testenv.Bench(t)
-	reps, _ := benchEnv(t)
+	reps, _, _ := benchEnv(t)
 	c := schedexp.DAPSCases[2]
 	cr, err := schedexp.NewCaseResult(c.N, "bdp")
 	if err != nil {
