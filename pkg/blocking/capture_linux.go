@@ -12,18 +12,23 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
+// Sink takes captured packets: a Tracker, or any other analysis of them.
+type Sink interface {
+	Add(p Packet, at time.Time, inbound bool)
+}
+
 // Capture listens on every interface of a network namespace (an AF_PACKET
-// socket, both directions) and feeds the TCP packets to a Tracker. Each
+// socket, both directions) and feeds the TCP packets to a Sink. Each
 // packet is stamped by the kernel when the interface handed it over
 // (SO_TIMESTAMPNS, CLOCK_REALTIME): the moment it reached the host.
 type Capture struct {
-	fd      int
-	tracker *Tracker
-	stop    chan struct{}
-	done    chan struct{}
-	mu      sync.Mutex
-	stats   CaptureStats
-	err     error
+	fd    int
+	sink  Sink
+	stop  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	stats CaptureStats
+	err   error
 }
 
 // CaptureStats say how complete a capture was.
@@ -60,9 +65,10 @@ const adProtocol = 0xfffff000
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // StartCapture starts capturing in the named namespace ("" for the
-// current one).
-func StartCapture(ns string, t *Tracker) (*Capture, error) {
-	c := &Capture{fd: -1, tracker: t, stop: make(chan struct{}), done: make(chan struct{})}
+// current one). The sink's Add is called from the capture's goroutine,
+// one packet at a time, until Stop returns.
+func StartCapture(ns string, sink Sink) (*Capture, error) {
+	c := &Capture{fd: -1, sink: sink, stop: make(chan struct{}), done: make(chan struct{})}
 	open := func() error {
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 		if err != nil {
@@ -140,7 +146,7 @@ func (c *Capture) run() {
 			if restamped {
 				c.stats.Restamped++
 			}
-			c.tracker.Add(p, at, inbound)
+			c.sink.Add(p, at, inbound)
 		}
 		c.mu.Unlock()
 		if !stopping {

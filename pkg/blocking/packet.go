@@ -12,6 +12,7 @@ import (
 type Packet struct {
 	Src, Dst   netip.AddrPort
 	Seq        uint32
+	AckSeq     uint32 // the acknowledgment number (meaningful with ACK)
 	PayloadLen int
 	SYN, ACK   bool
 	FIN, RST   bool
@@ -81,6 +82,7 @@ func ParsePacket(b []byte) (Packet, error) {
 	p.Src = netip.AddrPortFrom(src, binary.BigEndian.Uint16(t[0:2]))
 	p.Dst = netip.AddrPortFrom(dst, binary.BigEndian.Uint16(t[2:4]))
 	p.Seq = binary.BigEndian.Uint32(t[4:8])
+	p.AckSeq = binary.BigEndian.Uint32(t[8:12])
 	doff := int(t[12]>>4) * 4
 	flags := t[13]
 	p.FIN, p.SYN, p.RST, p.ACK = flags&0x01 != 0, flags&0x02 != 0, flags&0x04 != 0, flags&0x10 != 0

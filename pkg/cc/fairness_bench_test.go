@@ -29,7 +29,7 @@ import (
 // FAIRNESS selects the cells: "quick" (default: 1 and 40 ms, one BDP and
 // a 100-packet queue, 2 subflows, Reno reference, 2 runs), or a list such
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
-// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced" (ALGO:paced: loaded with
+// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off" (ALGO:paced: loaded with
 // cc.Params.Pacing). Each cell also reports, per MPTCP subflow, how
 // much of the time tcp_info says it was limited by the receive window or
 // the send buffer (the kernel's chrono counters): the candidates for a
@@ -39,44 +39,23 @@ import (
 func TestBenchFairness(t *testing.T) {
 	testenv.Bench(t)
 	m := parseMatrix(t, os.Getenv("FAIRNESS"))
-	root := testkernel.PinRoot(t)
-	names := map[string]string{"reno": "reno"}
-	for _, a := range m.ccs {
-		if a != "reno" {
-			algo, paced := strings.CutSuffix(a, ":paced")
-			names[a] = testkernel.Load(t, root, algo, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: paced})
-		}
-	}
-	const rate = 20e6
+	names := m.load(t)
 	var out strings.Builder
 	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, rttMs := range m.rtts {
-		for _, q := range m.queues {
-			oneWay := time.Duration(rttMs * float64(time.Millisecond) / 2)
-			queue := q.bytes(rate, 2*oneWay)
-			for _, nsub := range m.subflows {
-				paths := make([]int, nsub)
-				n := testkernel.Net(t, topo.Config{
-					Paths:       paths,
-					Bottlenecks: []topo.Shaping{{RateBits: rate, Delay: oneWay, QueueBytes: queue, Seed: 1}},
-					Subflows:    true,
-				})
-				for _, ref := range m.refs {
-					// The one-subflow connection: MPTCP's own ceiling here.
-					cases := append([]string{"1sf"}, m.ccs...)
-					for _, c := range cases {
-						ratios, lim := fairnessCell(t, n, c, names, ref, m.runs)
-						fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %.0f / %.0f | %.2f / %.2f |\n",
-							rttMs, q.name, queue, nsub, ref, c, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-							pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
-						t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %.0f/%.0f, retransmitted per 1000 %.2f/%.2f)",
-							rttMs, q.name, nsub, ref, c, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-							pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
-					}
-				}
+	m.each(t, func(c cell, n *topo.Net) {
+		for _, ref := range m.refs {
+			// The one-subflow connection: MPTCP's own ceiling here.
+			for _, algo := range append([]string{"1sf"}, m.ccs...) {
+				ratios, lim := fairnessCell(t, n, algo, names, ref, m.runs)
+				fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %.0f / %.0f | %.2f / %.2f |\n",
+					c.rttMs, c.queue.name, c.queueBytes, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
+					pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
+				t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %.0f/%.0f, retransmitted per 1000 %.2f/%.2f)",
+					c.rttMs, c.queue.name, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
+					pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
 			}
 		}
-	}
+	})
 	t.Logf("\n%s", out.String())
 	if f := os.Getenv("FAIRNESS_OUT"); f != "" {
 		if err := os.WriteFile(f, []byte(out.String()), 0o644); err != nil {
@@ -215,6 +194,9 @@ type matrix struct {
 	refs     []string
 	ccs      []string
 	runs     int
+	// noOffload turns TSO/GSO/GRO off on every veth ("offload=off"), so
+	// every packet is one segment from the sender to the bottleneck.
+	noOffload bool
 }
 
 func parseMatrix(t *testing.T, spec string) matrix {
@@ -281,11 +263,61 @@ func parseMatrix(t *testing.T, spec string) matrix {
 				t.Fatalf("FAIRNESS runs %q: %v", v, err)
 			}
 			m.runs = n
+		case "offload":
+			if v != "on" && v != "off" {
+				t.Fatalf("FAIRNESS offload %q: want on or off", v)
+			}
+			m.noOffload = v == "off"
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, offload)", k)
 		}
 	}
 	return m
+}
+
+// fairRate is the shared bottleneck's rate, bits/s.
+const fairRate = 20e6
+
+// cell is one network of the matrix.
+type cell struct {
+	rttMs      float64
+	queue      queueSize
+	queueBytes uint32
+	subflows   int
+}
+
+// each builds the network of every cell in turn (one bottleneck of
+// fairRate; one client path per subflow, all through it) and calls f.
+func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
+	for _, rttMs := range m.rtts {
+		for _, q := range m.queues {
+			oneWay := time.Duration(rttMs * float64(time.Millisecond) / 2)
+			c := cell{rttMs: rttMs, queue: q, queueBytes: q.bytes(fairRate, 2*oneWay)}
+			for _, nsub := range m.subflows {
+				c.subflows = nsub
+				f(c, testkernel.Net(t, topo.Config{
+					Paths:       make([]int, nsub),
+					Bottlenecks: []topo.Shaping{{RateBits: fairRate, Delay: oneWay, QueueBytes: c.queueBytes, Seed: 1}},
+					Subflows:    true,
+					NoOffload:   m.noOffload,
+				}))
+			}
+		}
+	}
+}
+
+// load loads the matrix's algorithms (ALGO:paced with pacing on) and
+// returns the registered name of each; "reno" is the kernel's.
+func (m matrix) load(t *testing.T) map[string]string {
+	root := testkernel.PinRoot(t)
+	names := map[string]string{"reno": "reno"}
+	for _, a := range m.ccs {
+		if a != "reno" {
+			algo, paced := strings.CutSuffix(a, ":paced")
+			names[a] = testkernel.Load(t, root, algo, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: paced})
+		}
+	}
+	return names
 }
 
 func joinRatios(r []float64) string {

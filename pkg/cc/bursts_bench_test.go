@@ -1,0 +1,460 @@
+package cc_test
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
+	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+)
+
+// TestBenchFairnessBursts looks at how the fairness matrix's senders put
+// their packets on the wire and who loses them (docs/results/fairness.md,
+// "A capture at the sender"): a capture in the client's namespace of
+// every data packet it sends and every ACK it gets during the 15 s
+// window, for the same cells as TestBenchFairness (FAIRNESS, same syntax;
+// default: 1 ms, 100 packets, 2 subflows, reno and lia, 1 run). For the
+// MPTCP connection (its subflows together, as the bottleneck sees them)
+// and the TCP flow, two tables:
+//
+//   - runs: how many segments left in runs (segments of the same sender
+//     less than burstGap apart), and how often one was lost (its sequence
+//     sent again later) by the length of the run it left in. A drop-tail
+//     queue punishes long runs.
+//   - congestion events (losses less than eventGap apart): in how many
+//     each sender lost, and how late each answered an ACK with its next
+//     segment. At one drop-tail queue, the sender hit in more events backs
+//     off more often.
+func TestBenchFairnessBursts(t *testing.T) {
+	testenv.Bench(t)
+	spec := os.Getenv("FAIRNESS")
+	if spec == "" {
+		spec = "rtt=1 queue=100p subflows=2 cc=reno,lia runs=1"
+	}
+	m := parseMatrix(t, spec)
+	names := m.load(t)
+	var runs, events strings.Builder
+	fmt.Fprintf(&runs, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | sender | segments | in runs of 1 / 2-3 / 4-7 / 8-15 / 16+ | longest run | lost per 1000, all | in runs of 1-3 / 4-7 / 8+ |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	m.each(t, func(c cell, n *topo.Net) {
+		for _, algo := range append([]string{"1sf"}, m.ccs...) {
+			for r := 1; r <= m.runs; r++ {
+				res := captureRun(t, n, algo, names, m.refs[0])
+				row := fmt.Sprintf("| %g ms | %s | %d | %s | %d | %.2f ", c.rttMs, c.queue.name, c.subflows, algo, r, res.ratio)
+				fmt.Fprintf(&runs, "%s| MPTCP %s\n%s| TCP %s\n", row, res.mp, row, res.tcp)
+				e := res.events
+				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d |\n", row,
+					e.events, e.tcpOnly, e.mpOnly, e.both, e.mpTwo, e.perEvent(false), e.perEvent(true),
+					res.tcpLag.p90.Round(time.Microsecond), res.mpLag.p90.Round(time.Microsecond), 100*res.tcpLag.over100us, 100*res.mpLag.over100us,
+					100*res.tcpLag.unclocked, 100*res.mpLag.unclocked, e.tcpLost+e.mpLost, res.linkDrops)
+			}
+		}
+	})
+	t.Logf("\n%s\n%s", runs.String(), events.String())
+}
+
+type captureResult struct {
+	ratio         float64 // MPTCP/TCP throughput
+	mp, tcp       burstStats
+	events        lossEvents
+	mpLag, tcpLag lagStats
+	// what the emulated bottleneck dropped in the window (-1: a shaped
+	// veth, no count), to set against the segments the capture saw lost
+	linkDrops int64
+}
+
+// captureRun runs one fairness contest with the client's packets captured.
+func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, ref string) captureResult {
+	mp := flow{path: 0, mptcp: true, cc: names[c]}
+	if c == "1sf" {
+		mp.cc = "reno"
+	}
+	log := &sendLog{flows: map[sendKey]*sentFlow{}}
+	var capt *blocking.Capture
+	link := n.Bottleneck(0)
+	var drops0 linkem.Counters
+	linkDrops := int64(-1)
+	snap := func(end bool) {
+		if !end {
+			if link != nil {
+				drops0, _ = link.Stats()
+			}
+			var err error
+			if capt, err = blocking.StartCapture(n.Client, log); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if link != nil {
+			c, _ := link.Stats()
+			linkDrops = int64(c.DroppedQueue + c.DroppedLoss + c.DroppedError - drops0.DroppedQueue - drops0.DroppedLoss - drops0.DroppedError)
+		}
+		st, err := capt.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Drops > 0 {
+			t.Logf("the capture dropped %d of %d packets", st.Drops, st.Packets+st.Drops)
+		}
+	}
+	restore := singleSubflow(t, n, c == "1sf")
+	m := &meter{t: t}
+	mbps := m.run(n, []flow{mp, {path: 0, cc: ref}}, 8*time.Second, 15*time.Second, snap)
+	restore()
+	r := captureResult{ratio: mbps[0] / mbps[1], linkDrops: linkDrops}
+	r.mp, r.tcp, r.events = log.stats()
+	r.mpLag, r.tcpLag = log.lags()
+	return r
+}
+
+// burstGap: packets of one sender closer than this left back to back (one
+// call into the sender's transmit loop); at 20 Mbit/s the bottleneck takes
+// 600 us per packet, and an ACK-clocked sender's ACKs come about that far
+// apart.
+const burstGap = 100 * time.Microsecond
+
+type sendKey struct{ src, dst netip.AddrPort }
+
+// sentFlow is one TCP flow's (or MPTCP subflow's) data packets, in the
+// order the client sent them.
+type sentFlow struct {
+	mptcp bool
+	sends []sent
+	acks  []time.Time // ACKs that advanced its acknowledged sequence
+	una   uint32
+}
+
+type sent struct {
+	at  time.Time
+	seq uint32
+	len int
+}
+
+// sendLog is a blocking.Sink keeping the client's outgoing data packets.
+type sendLog struct {
+	mu    sync.Mutex
+	flows map[sendKey]*sentFlow
+}
+
+func (l *sendLog) Add(p blocking.Packet, at time.Time, inbound bool) {
+	if p.SYN {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if inbound {
+		// An ACK from the server, for the flow sending the other way.
+		f := l.flows[sendKey{p.Dst, p.Src}]
+		if f != nil && p.ACK && p.PayloadLen == 0 && int32(p.AckSeq-f.una) > 0 {
+			f.una = p.AckSeq
+			f.acks = append(f.acks, at)
+		}
+		return
+	}
+	if p.PayloadLen == 0 {
+		return
+	}
+	k := sendKey{p.Src, p.Dst}
+	f := l.flows[k]
+	if f == nil {
+		f = &sentFlow{}
+		l.flows[k] = f
+	}
+	f.mptcp = f.mptcp || p.Map
+	if len(f.sends) == 0 {
+		f.una = p.Seq
+	}
+	f.sends = append(f.sends, sent{at, p.Seq, p.PayloadLen})
+}
+
+// burstStats is one sender's (all the MPTCP subflows, or the TCP flow)
+// segments by the length of the run they left in, and which were lost.
+type burstStats struct {
+	segments int
+	inRun    [5]int // packets in runs of 1, 2-3, 4-7, 8-15, 16+
+	longest  int
+	lost     [3]int // originals lost, in runs of 1-3, 4-7, 8+
+	orig     [3]int // originals sent, same buckets
+}
+
+func runBucket(n int) int {
+	switch {
+	case n == 1:
+		return 0
+	case n < 4:
+		return 1
+	case n < 8:
+		return 2
+	case n < 16:
+		return 3
+	}
+	return 4
+}
+
+func lossBucket(n int) int {
+	switch {
+	case n < 4:
+		return 0
+	case n < 8:
+		return 1
+	}
+	return 2
+}
+
+func (s burstStats) String() string {
+	share := func(k int) string { return fmt.Sprintf("%.0f%%", 100*float64(k)/float64(max(s.segments, 1))) }
+	per1000 := func(l, o int) string {
+		if o == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", 1000*float64(l)/float64(o))
+	}
+	var lost, orig int
+	for i := range s.lost {
+		lost += s.lost[i]
+		orig += s.orig[i]
+	}
+	return fmt.Sprintf("| %d | %s / %s / %s / %s / %s | %d | %s | %s / %s / %s |", s.segments,
+		share(s.inRun[0]), share(s.inRun[1]), share(s.inRun[2]), share(s.inRun[3]), share(s.inRun[4]), s.longest,
+		per1000(lost, orig), per1000(s.lost[0], s.orig[0]), per1000(s.lost[1], s.orig[1]), per1000(s.lost[2], s.orig[2]))
+}
+
+// stats splits the log into the MPTCP connection's subflows (merged in time
+// order: the bottleneck sees one sender) and the TCP flow. A packet is lost
+// if its flow sent its first byte again later: the kernel's MIBs counted no
+// spurious retransmission in these runs (docs/results/fairness.md).
+func (l *sendLog) stats() (mp, tcp burstStats, ev lossEvents) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type pkt struct {
+		at   time.Time
+		lost bool
+		orig bool
+		flow int // index of its flow (subflow)
+	}
+	var mpPkts, tcpPkts []pkt
+	var lost []lostAt
+	flow := 0
+	for _, f := range l.flows {
+		flow++
+		// The veths offload segmentation (as a host's NIC would), so a
+		// captured packet may be several segments: it is cut into its
+		// segments of the flow's MSS (its commonest packet length), which
+		// leave at once.
+		count := map[int]int{}
+		for _, s := range f.sends {
+			count[s.len]++
+		}
+		mss := 0
+		for l, n := range count {
+			if l <= 1460 && (mss == 0 || n > count[mss]) {
+				mss = l
+			}
+		}
+		// An original segment starts at or past the highest byte sent
+		// before it; a segment starting below is sent again, and the
+		// original it repeats was lost.
+		type seg struct {
+			at   time.Time
+			seq  uint32
+			orig bool
+		}
+		var segs []seg
+		resent := map[uint32]bool{}
+		high := f.sends[0].seq
+		for _, s := range f.sends {
+			for off := 0; off < s.len; off += mss {
+				q := s.seq + uint32(off)
+				o := int32(q-high) >= 0
+				if !o {
+					resent[q] = true
+				}
+				segs = append(segs, seg{s.at, q, o})
+			}
+			if end := s.seq + uint32(s.len); int32(end-high) > 0 {
+				high = end
+			}
+		}
+		for _, sg := range segs {
+			p := pkt{at: sg.at, orig: sg.orig, lost: sg.orig && resent[sg.seq], flow: flow}
+			if p.lost {
+				lost = append(lost, lostAt{sg.at, flow, f.mptcp})
+			}
+			if f.mptcp {
+				mpPkts = append(mpPkts, p)
+			} else {
+				tcpPkts = append(tcpPkts, p)
+			}
+		}
+	}
+	tally := func(ps []pkt) (s burstStats) {
+		sort.SliceStable(ps, func(i, j int) bool { return ps[i].at.Before(ps[j].at) })
+		for i := 0; i < len(ps); {
+			j := i + 1
+			for j < len(ps) && ps[j].at.Sub(ps[j-1].at) < burstGap {
+				j++
+			}
+			n := j - i
+			s.segments += n
+			s.inRun[runBucket(n)] += n
+			s.longest = max(s.longest, n)
+			for _, p := range ps[i:j] {
+				if p.orig {
+					s.orig[lossBucket(n)]++
+					if p.lost {
+						s.lost[lossBucket(n)]++
+					}
+				}
+			}
+			i = j
+		}
+		return s
+	}
+	return tally(mpPkts), tally(tcpPkts), groupLosses(lost)
+}
+
+type lostAt struct {
+	at    time.Time
+	flow  int
+	mptcp bool
+}
+
+// eventGap: losses closer than this belong to one congestion event (one
+// overflow of the queue, before the senders' reductions drain it: a
+// 100-packet queue at 20 Mbit/s is 60 ms).
+const eventGap = 50 * time.Millisecond
+
+// lossEvents is who lost in each congestion event.
+type lossEvents struct {
+	events, tcpOnly, mpOnly, both int
+	mpTwo                         int // events in which two or more subflows lost
+	tcpLost, mpLost               int // lost segments
+}
+
+// perEvent is the segments a sender lost per event it lost in.
+func (e lossEvents) perEvent(mptcp bool) float64 {
+	if mptcp {
+		return float64(e.mpLost) / float64(max(e.mpOnly+e.both, 1))
+	}
+	return float64(e.tcpLost) / float64(max(e.tcpOnly+e.both, 1))
+}
+
+func groupLosses(lost []lostAt) (e lossEvents) {
+	sort.Slice(lost, func(i, j int) bool { return lost[i].at.Before(lost[j].at) })
+	for i := 0; i < len(lost); {
+		j := i + 1
+		for j < len(lost) && lost[j].at.Sub(lost[j-1].at) < eventGap {
+			j++
+		}
+		tcp, sub := false, map[int]bool{}
+		for _, l := range lost[i:j] {
+			if l.mptcp {
+				sub[l.flow] = true
+				e.mpLost++
+			} else {
+				tcp = true
+				e.tcpLost++
+			}
+		}
+		e.events++
+		switch {
+		case tcp && len(sub) > 0:
+			e.both++
+		case tcp:
+			e.tcpOnly++
+		default:
+			e.mpOnly++
+		}
+		if len(sub) >= 2 {
+			e.mpTwo++
+		}
+		i = j
+	}
+	return e
+}
+
+// lags is, per sender, how long after an ACK that advanced its
+// acknowledged sequence it sent its next segment (ACKs followed by
+// nothing within 5 ms - a window not yet open - left out): an ACK-clocked
+// sender answers at once; one whose data waits for something else (a
+// layer above pushing it) answers late, and at a full drop-tail queue the
+// late arrival is the one dropped.
+func (l *sendLog) lags() (mp, tcp lagStats) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var mpLags, tcpLags []time.Duration
+	var unclocked, sends [2]int // [0] TCP, [1] MPTCP
+	for _, f := range l.flows {
+		k := 0
+		if f.mptcp {
+			k = 1
+		}
+		j := 0
+		for _, a := range f.acks {
+			for j < len(f.sends) && f.sends[j].at.Before(a) {
+				j++
+			}
+			if j == len(f.sends) {
+				break
+			}
+			if d := f.sends[j].at.Sub(a); d < 5*time.Millisecond {
+				if f.mptcp {
+					mpLags = append(mpLags, d)
+				} else {
+					tcpLags = append(tcpLags, d)
+				}
+			}
+		}
+		// A send is clocked if an ACK of its flow came at most clockGap
+		// before it, or it continues a run of its flow's sends; else
+		// something other than an ACK released it.
+		a := 0
+		for i, snd := range f.sends {
+			for a < len(f.acks) && !f.acks[a].After(snd.at) {
+				a++
+			}
+			sends[k]++
+			acked := a > 0 && snd.at.Sub(f.acks[a-1]) <= clockGap
+			inRun := i > 0 && snd.at.Sub(f.sends[i-1].at) < burstGap
+			if !acked && !inRun {
+				unclocked[k]++
+			}
+		}
+	}
+	tcp, mp = newLagStats(tcpLags), newLagStats(mpLags)
+	tcp.unclocked = float64(unclocked[0]) / float64(max(sends[0], 1))
+	mp.unclocked = float64(unclocked[1]) / float64(max(sends[1], 1))
+	return mp, tcp
+}
+
+// clockGap: a send this soon after an ACK of its flow was released by it
+// (the ACK-to-send lags above: p90 20-40 us).
+const clockGap = 200 * time.Microsecond
+
+type lagStats struct {
+	p90       time.Duration
+	over100us float64 // share of the ACKs answered later than 100 us
+	unclocked float64 // share of the sends no ACK released (clockGap)
+}
+
+func newLagStats(d []time.Duration) lagStats {
+	if len(d) == 0 {
+		return lagStats{}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	late := 0
+	for _, x := range d {
+		if x > 100*time.Microsecond {
+			late++
+		}
+	}
+	return lagStats{p90: d[(len(d)-1)*9/10], over100us: float64(late) / float64(len(d))}
+}
