@@ -20,7 +20,8 @@ import (
 // their packets on the wire and who loses them (docs/results/fairness.md,
 // "A capture at the sender"): a capture in the client's namespace of
 // every data packet it sends and every ACK it gets during the 15 s
-// window, for the same cells as TestBenchFairness (FAIRNESS, same syntax;
+// window (and one in the server's, of the data arriving and the ACKs
+// leaving), for the same cells as TestBenchFairness (FAIRNESS, same syntax;
 // default: 1 ms, 100 packets, 2 subflows, reno and lia, 1 run). For the
 // MPTCP connection (its subflows together, as the bottleneck sees them)
 // and the TCP flow, two tables:
@@ -30,9 +31,10 @@ import (
 //     sent again later) by the length of the run it left in. A drop-tail
 //     queue punishes long runs.
 //   - congestion events (losses less than eventGap apart): in how many
-//     each sender lost, and how late each answered an ACK with its next
-//     segment. At one drop-tail queue, the sender hit in more events backs
-//     off more often.
+//     each sender lost, how late each answered an ACK with its next
+//     segment, and (a second capture, in the server's namespace) how long
+//     the server held data before acknowledging it. At one drop-tail
+//     queue, the sender hit in more events backs off more often.
 func TestBenchFairnessBursts(t *testing.T) {
 	testenv.Bench(t)
 	spec := os.Getenv("FAIRNESS")
@@ -43,7 +45,7 @@ func TestBenchFairnessBursts(t *testing.T) {
 	names := m.load(t)
 	var runs, events strings.Builder
 	fmt.Fprintf(&runs, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | sender | segments | in runs of 1 / 2-3 / 4-7 / 8-15 / 16+ | longest run | lost per 1000, all | in runs of 1-3 / 4-7 / 8+ |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck | server's ACK delay p50 / p90, TCP | MPTCP | ACKs after more than 1 ms, TCP / MPTCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, algo := range append([]string{"1sf"}, m.ccs...) {
 			for r := 1; r <= m.runs; r++ {
@@ -51,14 +53,115 @@ func TestBenchFairnessBursts(t *testing.T) {
 				row := fmt.Sprintf("| %g ms | %s | %d | %s | %d | %.2f ", c.rttMs, c.queue.name, c.subflows, algo, r, res.ratio)
 				fmt.Fprintf(&runs, "%s| MPTCP %s\n%s| TCP %s\n", row, res.mp, row, res.tcp)
 				e := res.events
-				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d |\n", row,
+				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d | %v / %v | %v / %v | %.1f%% / %.1f%% |\n", row,
 					e.events, e.tcpOnly, e.mpOnly, e.both, e.mpTwo, e.perEvent(false), e.perEvent(true),
 					res.tcpLag.p90.Round(time.Microsecond), res.mpLag.p90.Round(time.Microsecond), 100*res.tcpLag.over100us, 100*res.mpLag.over100us,
-					100*res.tcpLag.unclocked, 100*res.mpLag.unclocked, e.tcpLost+e.mpLost, res.linkDrops)
+					100*res.tcpLag.unclocked, 100*res.mpLag.unclocked, e.tcpLost+e.mpLost, res.linkDrops,
+					res.tcpAck.p50.Round(time.Microsecond), res.tcpAck.p90.Round(time.Microsecond), res.mpAck.p50.Round(time.Microsecond), res.mpAck.p90.Round(time.Microsecond),
+					100*res.tcpAck.over1ms, 100*res.mpAck.over1ms)
 			}
 		}
 	})
 	t.Logf("\n%s\n%s", runs.String(), events.String())
+}
+
+// ackLog is a blocking.Sink in the server's namespace: when each data
+// segment arrived and when the ACK covering it left, per flow.
+type ackLog struct {
+	mu    sync.Mutex
+	flows map[sendKey]*ackedFlow // by the data's direction (client -> server)
+}
+
+type ackedFlow struct {
+	mptcp   bool
+	arrived []sent    // data segments as they arrived
+	acks    []ackSent // ACKs that advanced the acknowledged sequence
+	high    uint32    // highest acknowledgment sent
+	started bool
+}
+
+type ackSent struct {
+	at  time.Time
+	ack uint32
+}
+
+func (l *ackLog) Add(p blocking.Packet, at time.Time, inbound bool) {
+	if p.SYN {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if inbound {
+		if p.PayloadLen == 0 {
+			return
+		}
+		k := sendKey{p.Src, p.Dst}
+		f := l.flows[k]
+		if f == nil {
+			f = &ackedFlow{}
+			l.flows[k] = f
+		}
+		f.mptcp = f.mptcp || p.Map
+		f.arrived = append(f.arrived, sent{at, p.Seq, p.PayloadLen})
+		return
+	}
+	f := l.flows[sendKey{p.Dst, p.Src}]
+	if f == nil || !p.ACK {
+		return
+	}
+	if !f.started || int32(p.AckSeq-f.high) > 0 {
+		f.high, f.started = p.AckSeq, true
+		f.acks = append(f.acks, ackSent{at, p.AckSeq})
+	}
+}
+
+// delays is, per sender, how long the server held the newest segment an
+// ACK covered before sending that ACK.
+func (l *ackLog) delays() (mp, tcp ackDelays) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var d [2][]time.Duration
+	for _, f := range l.flows {
+		k := 0
+		if f.mptcp {
+			k = 1
+		}
+		j := 0
+		for _, a := range f.acks {
+			// the newest segment this ACK covers that arrived before it
+			last := -1
+			for j < len(f.arrived) && !f.arrived[j].at.After(a.at) {
+				if s := f.arrived[j]; int32(s.seq+uint32(s.len)-a.ack) <= 0 {
+					last = j
+				}
+				j++
+			}
+			if last >= 0 {
+				d[k] = append(d[k], a.at.Sub(f.arrived[last].at))
+			}
+		}
+	}
+	return newAckDelays(d[1]), newAckDelays(d[0])
+}
+
+type ackDelays struct {
+	n        int
+	p50, p90 time.Duration
+	over1ms  float64 // share of ACKs sent more than 1 ms after the data: a timer, not the arrival, sent them
+}
+
+func newAckDelays(d []time.Duration) ackDelays {
+	if len(d) == 0 {
+		return ackDelays{}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	slow := 0
+	for _, x := range d {
+		if x > time.Millisecond {
+			slow++
+		}
+	}
+	return ackDelays{len(d), d[len(d)/2], d[(len(d)-1)*9/10], float64(slow) / float64(len(d))}
 }
 
 type captureResult struct {
@@ -69,6 +172,8 @@ type captureResult struct {
 	// what the emulated bottleneck dropped in the window (-1: a shaped
 	// veth, no count), to set against the segments the capture saw lost
 	linkDrops int64
+	// how long the server held data before acknowledging it
+	mpAck, tcpAck ackDelays
 }
 
 // captureRun runs one fairness contest with the client's packets captured.
@@ -78,7 +183,8 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 		mp.cc = "reno"
 	}
 	log := &sendLog{flows: map[sendKey]*sentFlow{}}
-	var capt *blocking.Capture
+	acks := &ackLog{flows: map[sendKey]*ackedFlow{}}
+	var capt, scapt *blocking.Capture
 	link := n.Bottleneck(0)
 	var drops0 linkem.Counters
 	linkDrops := int64(-1)
@@ -91,7 +197,13 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 			if capt, err = blocking.StartCapture(n.Client, log); err != nil {
 				t.Fatal(err)
 			}
+			if scapt, err = blocking.StartCapture(n.Server, acks); err != nil {
+				t.Fatal(err)
+			}
 			return
+		}
+		if _, err := scapt.Stop(); err != nil {
+			t.Fatal(err)
 		}
 		if link != nil {
 			c, _ := link.Stats()
@@ -112,6 +224,7 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 	r := captureResult{ratio: mbps[0] / mbps[1], linkDrops: linkDrops}
 	r.mp, r.tcp, r.events = log.stats()
 	r.mpLag, r.tcpLag = log.lags()
+	r.mpAck, r.tcpAck = acks.delays()
 	return r
 }
 
