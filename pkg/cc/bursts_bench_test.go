@@ -65,59 +65,9 @@ func TestBenchFairnessBursts(t *testing.T) {
 	t.Logf("\n%s\n%s", runs.String(), events.String())
 }
 
-// ackLog is a blocking.Sink in the server's namespace: when each data
-// segment arrived and when the ACK covering it left, per flow.
-type ackLog struct {
-	mu    sync.Mutex
-	flows map[sendKey]*ackedFlow // by the data's direction (client -> server)
-}
-
-type ackedFlow struct {
-	mptcp   bool
-	arrived []sent    // data segments as they arrived
-	acks    []ackSent // ACKs that advanced the acknowledged sequence
-	high    uint32    // highest acknowledgment sent
-	started bool
-}
-
-type ackSent struct {
-	at  time.Time
-	ack uint32
-}
-
-func (l *ackLog) Add(p blocking.Packet, at time.Time, inbound bool) {
-	if p.SYN {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if inbound {
-		if p.PayloadLen == 0 {
-			return
-		}
-		k := sendKey{p.Src, p.Dst}
-		f := l.flows[k]
-		if f == nil {
-			f = &ackedFlow{}
-			l.flows[k] = f
-		}
-		f.mptcp = f.mptcp || p.Map
-		f.arrived = append(f.arrived, sent{at, p.Seq, p.PayloadLen})
-		return
-	}
-	f := l.flows[sendKey{p.Dst, p.Src}]
-	if f == nil || !p.ACK {
-		return
-	}
-	if !f.started || int32(p.AckSeq-f.high) > 0 {
-		f.high, f.started = p.AckSeq, true
-		f.acks = append(f.acks, ackSent{at, p.AckSeq})
-	}
-}
-
 // delays is, per sender, how long the server held the newest segment an
 // ACK covered before sending that ACK.
-func (l *ackLog) delays() (mp, tcp ackDelays) {
+func (l *flowLog) delays() (mp, tcp ackDelays) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var d [2][]time.Duration
@@ -130,14 +80,14 @@ func (l *ackLog) delays() (mp, tcp ackDelays) {
 		for _, a := range f.acks {
 			// the newest segment this ACK covers that arrived before it
 			last := -1
-			for j < len(f.arrived) && !f.arrived[j].at.After(a.at) {
-				if s := f.arrived[j]; int32(s.seq+uint32(s.len)-a.ack) <= 0 {
+			for j < len(f.data) && !f.data[j].at.After(a.at) {
+				if s := f.data[j]; int32(s.seq+uint32(s.len)-a.ack) <= 0 {
 					last = j
 				}
 				j++
 			}
 			if last >= 0 {
-				d[k] = append(d[k], a.at.Sub(f.arrived[last].at))
+				d[k] = append(d[k], a.at.Sub(f.data[last].at))
 			}
 		}
 	}
@@ -182,8 +132,8 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 	if c == "1sf" {
 		mp.cc = "reno"
 	}
-	log := &sendLog{flows: map[sendKey]*sentFlow{}}
-	acks := &ackLog{flows: map[sendKey]*ackedFlow{}}
+	log := newFlowLog(false)
+	acks := newFlowLog(true)
 	var capt, scapt *blocking.Capture
 	link := n.Bottleneck(0)
 	var drops0 linkem.Counters
@@ -236,13 +186,23 @@ const burstGap = 100 * time.Microsecond
 
 type sendKey struct{ src, dst netip.AddrPort }
 
-// sentFlow is one TCP flow's (or MPTCP subflow's) data packets, in the
-// order the client sent them.
-type sentFlow struct {
-	mptcp bool
-	sends []sent
-	acks  []time.Time // ACKs that advanced its acknowledged sequence
-	una   uint32
+// flowLog is a blocking.Sink keeping, per TCP flow (or MPTCP subflow)
+// from the client to the server, its data segments and the ACKs that
+// advanced its acknowledged sequence, in the order the capture saw them:
+// in the client's namespace the data leaves and the ACKs arrive, in the
+// server's the other way round (dataInbound).
+type flowLog struct {
+	dataInbound bool
+	mu          sync.Mutex
+	flows       map[sendKey]*flowSeen
+}
+
+type flowSeen struct {
+	mptcp   bool
+	data    []sent
+	acks    []ackSeen
+	high    uint32 // highest acknowledgment seen
+	started bool
 }
 
 type sent struct {
@@ -251,24 +211,27 @@ type sent struct {
 	len int
 }
 
-// sendLog is a blocking.Sink keeping the client's outgoing data packets.
-type sendLog struct {
-	mu    sync.Mutex
-	flows map[sendKey]*sentFlow
+type ackSeen struct {
+	at  time.Time
+	ack uint32
 }
 
-func (l *sendLog) Add(p blocking.Packet, at time.Time, inbound bool) {
+func newFlowLog(dataInbound bool) *flowLog {
+	return &flowLog{dataInbound: dataInbound, flows: map[sendKey]*flowSeen{}}
+}
+
+func (l *flowLog) Add(p blocking.Packet, at time.Time, inbound bool) {
 	if p.SYN {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if inbound {
-		// An ACK from the server, for the flow sending the other way.
+	if inbound != l.dataInbound {
+		// An ACK, for the flow the other way.
 		f := l.flows[sendKey{p.Dst, p.Src}]
-		if f != nil && p.ACK && p.PayloadLen == 0 && int32(p.AckSeq-f.una) > 0 {
-			f.una = p.AckSeq
-			f.acks = append(f.acks, at)
+		if f != nil && p.ACK && p.PayloadLen == 0 && (!f.started || int32(p.AckSeq-f.high) > 0) {
+			f.high, f.started = p.AckSeq, true
+			f.acks = append(f.acks, ackSeen{at, p.AckSeq})
 		}
 		return
 	}
@@ -278,14 +241,11 @@ func (l *sendLog) Add(p blocking.Packet, at time.Time, inbound bool) {
 	k := sendKey{p.Src, p.Dst}
 	f := l.flows[k]
 	if f == nil {
-		f = &sentFlow{}
+		f = &flowSeen{}
 		l.flows[k] = f
 	}
 	f.mptcp = f.mptcp || p.Map
-	if len(f.sends) == 0 {
-		f.una = p.Seq
-	}
-	f.sends = append(f.sends, sent{at, p.Seq, p.PayloadLen})
+	f.data = append(f.data, sent{at, p.Seq, p.PayloadLen})
 }
 
 // burstStats is one sender's (all the MPTCP subflows, or the TCP flow)
@@ -344,7 +304,7 @@ func (s burstStats) String() string {
 // order: the bottleneck sees one sender) and the TCP flow. A packet is lost
 // if its flow sent its first byte again later: the kernel's MIBs counted no
 // spurious retransmission in these runs (docs/results/fairness.md).
-func (l *sendLog) stats() (mp, tcp burstStats, ev lossEvents) {
+func (l *flowLog) stats() (mp, tcp burstStats, ev lossEvents) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	type pkt struct {
@@ -363,7 +323,7 @@ func (l *sendLog) stats() (mp, tcp burstStats, ev lossEvents) {
 		// segments of the flow's MSS (its commonest packet length), which
 		// leave at once.
 		count := map[int]int{}
-		for _, s := range f.sends {
+		for _, s := range f.data {
 			count[s.len]++
 		}
 		mss := 0
@@ -382,8 +342,8 @@ func (l *sendLog) stats() (mp, tcp burstStats, ev lossEvents) {
 		}
 		var segs []seg
 		resent := map[uint32]bool{}
-		high := f.sends[0].seq
-		for _, s := range f.sends {
+		high := f.data[0].seq
+		for _, s := range f.data {
 			for off := 0; off < s.len; off += mss {
 				q := s.seq + uint32(off)
 				o := int32(q-high) >= 0
@@ -500,7 +460,7 @@ func groupLosses(lost []lostAt) (e lossEvents) {
 // sender answers at once; one whose data waits for something else (a
 // layer above pushing it) answers late, and at a full drop-tail queue the
 // late arrival is the one dropped.
-func (l *sendLog) lags() (mp, tcp lagStats) {
+func (l *flowLog) lags() (mp, tcp lagStats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var mpLags, tcpLags []time.Duration
@@ -512,13 +472,13 @@ func (l *sendLog) lags() (mp, tcp lagStats) {
 		}
 		j := 0
 		for _, a := range f.acks {
-			for j < len(f.sends) && f.sends[j].at.Before(a) {
+			for j < len(f.data) && f.data[j].at.Before(a.at) {
 				j++
 			}
-			if j == len(f.sends) {
+			if j == len(f.data) {
 				break
 			}
-			if d := f.sends[j].at.Sub(a); d < 5*time.Millisecond {
+			if d := f.data[j].at.Sub(a.at); d < 5*time.Millisecond {
 				if f.mptcp {
 					mpLags = append(mpLags, d)
 				} else {
@@ -530,13 +490,13 @@ func (l *sendLog) lags() (mp, tcp lagStats) {
 		// before it, or it continues a run of its flow's sends; else
 		// something other than an ACK released it.
 		a := 0
-		for i, snd := range f.sends {
-			for a < len(f.acks) && !f.acks[a].After(snd.at) {
+		for i, snd := range f.data {
+			for a < len(f.acks) && !f.acks[a].at.After(snd.at) {
 				a++
 			}
 			sends[k]++
-			acked := a > 0 && snd.at.Sub(f.acks[a-1]) <= clockGap
-			inRun := i > 0 && snd.at.Sub(f.sends[i-1].at) < burstGap
+			acked := a > 0 && snd.at.Sub(f.acks[a-1].at) <= clockGap
+			inRun := i > 0 && snd.at.Sub(f.data[i-1].at) < burstGap
 			if !acked && !inRun {
 				unclocked[k]++
 			}
