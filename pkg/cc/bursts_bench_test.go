@@ -45,20 +45,20 @@ func TestBenchFairnessBursts(t *testing.T) {
 	names := m.load(t)
 	var runs, events strings.Builder
 	fmt.Fprintf(&runs, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | sender | segments | in runs of 1 / 2-3 / 4-7 / 8-15 / 16+ | longest run | lost per 1000, all | in runs of 1-3 / 4-7 / 8+ |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck | server's ACK delay p50 / p90, TCP | MPTCP | ACKs after more than 1 ms, TCP / MPTCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck | server's ACK delay p50 / p90, TCP | MPTCP | ACKs after more than 1 ms, TCP / MPTCP | at the bottleneck: MPTCP's share of data packets offered / dropped | MPTCP's share of the queue, at arrivals / at drops | drops after the other sender took the room, TCP / MPTCP | MPTCP's share of packets taking the last room | TCP: arrivals following its own within 100 us (dropped per 1000, first / following) | MPTCP: the same | packets under 1400 bytes, TCP / MPTCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, algo := range append([]string{"1sf"}, m.ccs...) {
 			for r := 1; r <= m.runs; r++ {
-				res := captureRun(t, n, algo, names, m.refs[0])
+				res := captureRun(t, n, c.queueBytes, algo, names, m.refs[0])
 				row := fmt.Sprintf("| %g ms | %s | %d | %s | %d | %.2f ", c.rttMs, c.queue.name, c.subflows, algo, r, res.ratio)
 				fmt.Fprintf(&runs, "%s| MPTCP %s\n%s| TCP %s\n", row, res.mp, row, res.tcp)
 				e := res.events
-				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d | %v / %v | %v / %v | %.1f%% / %.1f%% |\n", row,
+				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d | %v / %v | %v / %v | %.1f%% / %.1f%% | %s |\n", row,
 					e.events, e.tcpOnly, e.mpOnly, e.both, e.mpTwo, e.perEvent(false), e.perEvent(true),
 					res.tcpLag.p90.Round(time.Microsecond), res.mpLag.p90.Round(time.Microsecond), 100*res.tcpLag.over100us, 100*res.mpLag.over100us,
 					100*res.tcpLag.unclocked, 100*res.mpLag.unclocked, e.tcpLost+e.mpLost, res.linkDrops,
 					res.tcpAck.p50.Round(time.Microsecond), res.tcpAck.p90.Round(time.Microsecond), res.mpAck.p50.Round(time.Microsecond), res.mpAck.p90.Round(time.Microsecond),
-					100*res.tcpAck.over1ms, 100*res.mpAck.over1ms)
+					100*res.tcpAck.over1ms, 100*res.mpAck.over1ms, res.queue)
 			}
 		}
 	})
@@ -124,10 +124,11 @@ type captureResult struct {
 	linkDrops int64
 	// how long the server held data before acknowledging it
 	mpAck, tcpAck ackDelays
+	queue         queueStats // at the emulated bottleneck (zero if a shaped veth)
 }
 
 // captureRun runs one fairness contest with the client's packets captured.
-func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, ref string) captureResult {
+func captureRun(t *testing.T, n *topo.Net, queueBytes uint32, c string, names map[string]string, ref string) captureResult {
 	mp := flow{path: 0, mptcp: true, cc: names[c]}
 	if c == "1sf" {
 		mp.cc = "reno"
@@ -138,10 +139,12 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 	link := n.Bottleneck(0)
 	var drops0 linkem.Counters
 	linkDrops := int64(-1)
+	qt := &queueTrace{limit: int(queueBytes), mptcp: map[sendKey]bool{}, last: -1}
 	snap := func(end bool) {
 		if !end {
 			if link != nil {
 				drops0, _ = link.Stats()
+				link.ObserveForward(qt.offer)
 			}
 			var err error
 			if capt, err = blocking.StartCapture(n.Client, log); err != nil {
@@ -156,6 +159,7 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 			t.Fatal(err)
 		}
 		if link != nil {
+			link.ObserveForward(nil)
 			c, _ := link.Stats()
 			linkDrops = int64(c.DroppedQueue + c.DroppedLoss + c.DroppedError - drops0.DroppedQueue - drops0.DroppedLoss - drops0.DroppedError)
 		}
@@ -175,6 +179,7 @@ func captureRun(t *testing.T, n *topo.Net, c string, names map[string]string, re
 	r.mp, r.tcp, r.events = log.stats()
 	r.mpLag, r.tcpLag = log.lags()
 	r.mpAck, r.tcpAck = acks.delays()
+	r.queue = qt.stats()
 	return r
 }
 
@@ -530,4 +535,125 @@ func newLagStats(d []time.Duration) lagStats {
 		}
 	}
 	return lagStats{p90: d[(len(d)-1)*9/10], over100us: float64(late) / float64(len(d))}
+}
+
+// queueTrace watches the emulated bottleneck's queue (a linkem.Observer):
+// each data packet offered, by sender, and for each drop what the queue
+// held and who took the slot before it.
+type queueTrace struct {
+	mu    sync.Mutex
+	limit int              // the queue's limit, bytes
+	mptcp map[sendKey]bool // flows seen with a DSS mapping
+	q     []queuedPkt      // accepted, not yet sent on, in order
+	bytes [2]int           // queued bytes by sender: [0] TCP, [1] MPTCP
+	last  int              // sender of the last accepted packet (-1: none yet)
+	prev  [2]time.Time     // each sender's last arrival
+	st    queueStats
+}
+
+type queuedPkt struct {
+	depart time.Time
+	who    int
+	size   int
+}
+
+// queueStats is, by sender ([0] the TCP flow, [1] the MPTCP subflows):
+// data packets offered, dropped, and dropped right after the same sender
+// or the other one took the last free room; the MPTCP share of the queued
+// bytes, summed over arrivals and over drops.
+type queueStats struct {
+	offered, dropped       [2]int
+	afterSame, afterOther  [2]int
+	mpShareSum, mpShareDrp float64
+	nearFull               [2]int // packets accepted with less than two packets' room left after them
+	// by position in the sender's arrival run (packets less than
+	// burstGap after the same sender's previous): [sender][first, later]
+	posOffered, posDropped [2][2]int
+	small                  [2]int // data packets offered shorter than 1400 bytes
+}
+
+func (q *queueTrace) offer(at time.Time, pkt []byte, accepted bool, depart time.Time) {
+	p, err := blocking.ParsePacket(pkt)
+	if err != nil || p.PayloadLen == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k := sendKey{p.Src, p.Dst}
+	if p.Map {
+		q.mptcp[k] = true
+	}
+	who := 0
+	if q.mptcp[k] {
+		who = 1
+	}
+	for len(q.q) > 0 && !q.q[0].depart.After(at) {
+		q.bytes[q.q[0].who] -= q.q[0].size
+		q.q = q.q[1:]
+	}
+	total := q.bytes[0] + q.bytes[1]
+	share := 0.0
+	if total > 0 {
+		share = float64(q.bytes[1]) / float64(total)
+	}
+	q.st.offered[who]++
+	if len(pkt) < 1400 {
+		q.st.small[who]++
+	}
+	q.st.mpShareSum += share
+	pos := 0
+	if !q.prev[who].IsZero() && at.Sub(q.prev[who]) < burstGap {
+		pos = 1
+	}
+	q.prev[who] = at
+	q.st.posOffered[who][pos]++
+	if !accepted {
+		q.st.posDropped[who][pos]++
+	}
+	if !accepted {
+		q.st.dropped[who]++
+		q.st.mpShareDrp += share
+		switch q.last {
+		case who:
+			q.st.afterSame[who]++
+		case 1 - who:
+			q.st.afterOther[who]++
+		}
+		return
+	}
+	q.q = append(q.q, queuedPkt{depart, who, len(pkt)})
+	q.bytes[who] += len(pkt)
+	q.last = who
+	if q.limit > 0 && q.limit-(total+len(pkt)) < 2*len(pkt) {
+		q.st.nearFull[who]++
+	}
+}
+
+func (q *queueTrace) stats() queueStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.st
+}
+
+func (s queueStats) String() string {
+	share := func(v [2]int) string {
+		if v[0]+v[1] == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", 100*float64(v[1])/float64(v[0]+v[1]))
+	}
+	avg := func(sum float64, n int) string {
+		if n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", 100*sum/float64(n))
+	}
+	later := func(w int) string {
+		return fmt.Sprintf("%.0f%% (%.1f / %.1f)", 100*float64(s.posOffered[w][1])/float64(max(s.posOffered[w][0]+s.posOffered[w][1], 1)),
+			1000*float64(s.posDropped[w][0])/float64(max(s.posOffered[w][0], 1)), 1000*float64(s.posDropped[w][1])/float64(max(s.posOffered[w][1], 1)))
+	}
+	return fmt.Sprintf("%s / %s | %s / %s | %d of %d / %d of %d | %s | %s | %s | %.1f%% / %.1f%%", share(s.offered), share(s.dropped),
+		avg(s.mpShareSum, s.offered[0]+s.offered[1]), avg(s.mpShareDrp, s.dropped[0]+s.dropped[1]),
+		s.afterOther[0], s.dropped[0], s.afterOther[1], s.dropped[1], share(s.nearFull), later(0), later(1),
+		100*float64(s.small[0])/float64(max(s.offered[0], 1)), 100*float64(s.small[1])/float64(max(s.offered[1], 1)))
 }

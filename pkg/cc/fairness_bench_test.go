@@ -29,8 +29,9 @@ import (
 // FAIRNESS selects the cells: "quick" (default: 1 and 40 ms, one BDP and
 // a 100-packet queue, 2 subflows, Reno reference, 2 runs), or a list such
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
-// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off" (ALGO:paced: loaded with
-// cc.Params.Pacing). Each cell also reports, per MPTCP subflow, how
+// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600"
+// (ALGO:paced: loaded with cc.Params.Pacing; overhead in microseconds).
+// Each cell also reports, per MPTCP subflow, how
 // much of the time tcp_info says it was limited by the receive window or
 // the send buffer (the kernel's chrono counters): the candidates for a
 // connection that cannot fill its windows; and the packets retransmitted
@@ -197,6 +198,9 @@ type matrix struct {
 	// noOffload turns TSO/GSO/GRO off on every veth ("offload=off"), so
 	// every packet is one segment from the sender to the bottleneck.
 	noOffload bool
+	// overhead: a random delay before the bottleneck's queue
+	// ("overhead=US", microseconds; linkem.DirectionConfig.Overhead)
+	overhead time.Duration
 }
 
 func parseMatrix(t *testing.T, spec string) matrix {
@@ -263,13 +267,19 @@ func parseMatrix(t *testing.T, spec string) matrix {
 				t.Fatalf("FAIRNESS runs %q: %v", v, err)
 			}
 			m.runs = n
+		case "overhead":
+			us, err := strconv.Atoi(v)
+			if err != nil || us < 0 {
+				t.Fatalf("FAIRNESS overhead %q: want microseconds", v)
+			}
+			m.overhead = time.Duration(us) * time.Microsecond
 		case "offload":
 			if v != "on" && v != "off" {
 				t.Fatalf("FAIRNESS offload %q: want on or off", v)
 			}
 			m.noOffload = v == "off"
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, offload)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, offload, overhead)", k)
 		}
 	}
 	return m
@@ -297,7 +307,7 @@ func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
 				c.subflows = nsub
 				f(c, testkernel.Net(t, topo.Config{
 					Paths:       make([]int, nsub),
-					Bottlenecks: []topo.Shaping{{RateBits: fairRate, Delay: oneWay, QueueBytes: c.queueBytes, Seed: 1}},
+					Bottlenecks: []topo.Shaping{{RateBits: fairRate, Delay: oneWay, QueueBytes: c.queueBytes, Overhead: m.overhead, Seed: 1}},
 					Subflows:    true,
 					NoOffload:   m.noOffload,
 				}))

@@ -17,6 +17,14 @@ type DirectionConfig struct {
 	// Jitter adds a uniform random delay in [0, Jitter) per packet, without
 	// ever reordering packets.
 	Jitter time.Duration
+	// Overhead delays each packet's arrival at the queue by a uniform
+	// random time in [0, Overhead), without reordering. It is Floyd and
+	// Jacobson's "random overhead" ("On traffic phase effects in
+	// packet-switched gateways", 1992): a deterministic drop-tail queue
+	// can drop one sender's packets far more often than another's because
+	// of where their arrivals fall against its departures, and a random
+	// overhead of about one packet's transmission time breaks that.
+	Overhead time.Duration
 	// Loss is the probability in [0, 1] that a packet is dropped on arrival.
 	Loss float64
 	// Seed seeds the loss and jitter PRNGs; equal seeds give equal runs.
@@ -38,6 +46,8 @@ func (c DirectionConfig) Validate() error {
 		return fmt.Errorf("linkem: negative delay %v", c.Delay)
 	case c.Jitter < 0:
 		return fmt.Errorf("linkem: negative jitter %v", c.Jitter)
+	case c.Overhead < 0:
+		return fmt.Errorf("linkem: negative overhead %v", c.Overhead)
 	case !(c.Loss >= 0 && c.Loss <= 1): // also rejects NaN
 		return fmt.Errorf("linkem: loss %v outside [0, 1]", c.Loss)
 	case c.QueuePackets < 0 || c.QueueBytes < 0:

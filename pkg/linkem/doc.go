@@ -11,22 +11,26 @@
 //  1. Random loss: with probability Loss the packet is dropped (counted in
 //     DroppedLoss). The draws come from a PRNG seeded with Seed, so the same
 //     Seed and the same packet sequence give the same drops.
-//  2. Drop-tail queue: if accepting the packet would make the bottleneck
+//  2. Overhead: the packet reaches the queue a uniform random time in
+//     [0, Overhead) after it arrived, never before the one in front of it
+//     (0 by default; against drop-tail phase effects, see
+//     DirectionConfig.Overhead).
+//  3. Drop-tail queue: if accepting the packet would make the bottleneck
 //     queue hold more than QueuePackets packets or QueueBytes bytes, it is
 //     dropped (counted in DroppedQueue). A packet occupies the queue from its
 //     arrival until its serialization ends, so the packet being transmitted
 //     counts too.
-//  3. Serialization: the packet leaves the bottleneck size*8/Rate after the
+//  4. Serialization: the packet leaves the bottleneck size*8/Rate after the
 //     previous packet left (or after its own arrival if the link was idle).
 //     With a Trace instead of a Rate, every trace line is one opportunity to
 //     deliver 1500 bytes; a packet leaves at the opportunity that carries its
 //     last byte, leftover bytes of an opportunity go to the next queued
 //     packet, and opportunities that find the queue empty are lost (the
 //     mahimahi semantics).
-//  4. Propagation: the packet is then held for Delay plus a uniform random
+//  5. Propagation: the packet is then held for Delay plus a uniform random
 //     Jitter in [0, Jitter). Jitter never reorders: a packet is never
 //     released before the one in front of it, so the delay line is a FIFO.
-//  5. Delivery: the packet is written into the other namespace
+//  6. Delivery: the packet is written into the other namespace
 //     (DeliveredPackets/DeliveredBytes).
 //
 // # Units

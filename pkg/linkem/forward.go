@@ -37,7 +37,14 @@ type forwarder struct {
 	line    chan scheduled
 	stop    *atomic.Bool
 	err     error // first read error that was not a shutdown; set before line closes
+	observe atomic.Pointer[Observer]
 }
+
+// Observer sees every packet a direction is offered, from the reader
+// goroutine, before the packet moves on: when it arrived, its bytes (valid
+// only during the call), whether the link accepted it and, if so, when the
+// bottleneck finishes sending it. It must be quick: the reader waits.
+type Observer func(at time.Time, pkt []byte, accepted bool, depart time.Time)
 
 func newForwarder(link *Link, in, out *os.File, pool *sync.Pool, stop *atomic.Bool) *forwarder {
 	return &forwarder{
@@ -74,6 +81,9 @@ func (f *forwarder) read() {
 			continue
 		}
 		release, ok := f.link.Offer(now, n)
+		if obs := f.observe.Load(); obs != nil {
+			(*obs)(now, p.buf[:n], ok, release.Add(-f.link.Config().Delay))
+		}
 		if !ok {
 			f.pool.Put(p)
 			continue

@@ -17,8 +17,10 @@ type Link struct {
 	mu  sync.Mutex
 	cfg DirectionConfig
 
-	lossRNG   *rand.Rand
-	jitterRNG *rand.Rand
+	lossRNG     *rand.Rand
+	jitterRNG   *rand.Rand
+	overheadRNG *rand.Rand
+	lastArrive  time.Time // arrivals (after overhead) never go below this
 
 	// Bottleneck state. queue holds the departure time and size of every
 	// accepted packet whose serialization has not ended yet.
@@ -64,8 +66,9 @@ func (l *Link) apply(cfg DirectionConfig, now time.Time, first bool) {
 	if first || cfg.Seed != l.cfg.Seed {
 		// Separate streams, so turning jitter on does not change which
 		// packets are lost.
-		l.lossRNG = rand.New(rand.NewPCG(cfg.Seed, 0x6c6f7373))   // "loss"
-		l.jitterRNG = rand.New(rand.NewPCG(cfg.Seed, 0x6a697474)) // "jitt"
+		l.lossRNG = rand.New(rand.NewPCG(cfg.Seed, 0x6c6f7373))     // "loss"
+		l.jitterRNG = rand.New(rand.NewPCG(cfg.Seed, 0x6a697474))   // "jitt"
+		l.overheadRNG = rand.New(rand.NewPCG(cfg.Seed, 0x6f766864)) // "ovhd"
 	}
 	if cfg.Trace != nil && (first || cfg.Trace != l.cfg.Trace) {
 		l.traceStart = now
@@ -97,6 +100,14 @@ func (l *Link) Offer(now time.Time, size int) (release time.Time, ok bool) {
 	if l.cfg.Loss > 0 && l.lossRNG.Float64() < l.cfg.Loss {
 		l.c.droppedLoss.Add(1)
 		return time.Time{}, false
+	}
+
+	if l.cfg.Overhead > 0 {
+		now = now.Add(time.Duration(l.overheadRNG.Int64N(int64(l.cfg.Overhead))))
+		if now.Before(l.lastArrive) {
+			now = l.lastArrive
+		}
+		l.lastArrive = now
 	}
 
 	// Forget the packets whose serialization has ended by now.

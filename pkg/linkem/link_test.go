@@ -310,3 +310,36 @@ func TestOfferDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Offer allocates %v times per packet", allocs)
 	}
 }
+
+// Overhead delays a packet's arrival at the queue by up to Overhead: a
+// packet offered while the queue is full gets in when its overhead carries
+// it past the departure ahead of it, and is dropped otherwise; without
+// overhead it is always dropped. Releases never go backwards.
+func TestOverheadDelaysArrivalAtQueue(t *testing.T) {
+	accepted := 0
+	const trials = 200
+	for seed := uint64(0); seed < trials; seed++ {
+		// 1500 bytes at 12 Mbit/s: 1 ms each; room for one packet.
+		l := newTestLink(t, DirectionConfig{Rate: 12_000_000, QueuePackets: 1, Overhead: ms(1).Sub(t0), Seed: seed})
+		first := mustOffer(t, l, t0, 1500)
+		// Offered 0.5 ms after the first: it fits only if its overhead
+		// exceeds the first's by 0.5 ms or more (probability 1/8).
+		if r, ok := l.Offer(ms(0.5), 1500); ok {
+			accepted++
+			if r.Sub(first) < time.Millisecond {
+				t.Fatalf("seed %d: released at %v, less than its own transmission time after the first (%v)", seed, r.Sub(t0), first.Sub(t0))
+			}
+		}
+	}
+	if accepted < trials/32 || accepted > trials/4 {
+		t.Errorf("with 1 ms of overhead, %d of %d packets offered 0.5 ms after the first got in; want about 1 in 8", accepted, trials)
+	}
+	l := newTestLink(t, DirectionConfig{Rate: 12_000_000, QueuePackets: 1})
+	mustOffer(t, l, t0, 1500)
+	if _, ok := l.Offer(ms(0.5), 1500); ok {
+		t.Error("without overhead a packet got into a full queue")
+	}
+	if err := (DirectionConfig{Overhead: -1}).Validate(); err == nil {
+		t.Error("a negative overhead was accepted")
+	}
+}

@@ -122,6 +122,18 @@ func (p *Path) Stats() (fwd, rev Counters) {
 	return p.fwd.link.Stats(), p.rev.link.Stats()
 }
 
+// ObserveForward calls o for every packet the forward direction is
+// offered, until ObserveForward(nil): a trace of the bottleneck's queue
+// for experiments. Jitter makes the departure it reports late by the
+// packet's jitter.
+func (p *Path) ObserveForward(o Observer) {
+	if o == nil {
+		p.fwd.observe.Store(nil)
+		return
+	}
+	p.fwd.observe.Store(&o)
+}
+
 // SetForward changes the NS1 -> NS2 direction for packets arriving from now.
 func (p *Path) SetForward(c DirectionConfig) error { return p.fwd.link.SetConfig(c, time.Now()) }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,10 +176,37 @@ func TestPathQueueOverflow(t *testing.T) {
 		DirectionConfig{})
 	p := startPath(t, cfg)
 
+	// The observer sees every packet offered, with the link's verdict,
+	// and departures that never go backwards.
+	var mu sync.Mutex
+	var seen, refused, badSize int
+	var lastDepart time.Time
+	backwards := false
+	p.ObserveForward(func(at time.Time, pkt []byte, accepted bool, depart time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen++
+		if len(pkt) != 1000+28 {
+			badSize++
+		}
+		if !accepted {
+			refused++
+			return
+		}
+		backwards = backwards || depart.Before(lastDepart) || depart.Before(at)
+		lastDepart = depart
+	})
+
 	// 1028-byte IP packets at 2500/s offer 20.6 Mbit/s to a 10 Mbit/s link.
 	const n, ipSize = 2000, 1000 + 28
 	got, sending := udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7006), n, 1000, 2500)
 	fwd, _ := waitIdle(t, p)
+	p.ObserveForward(nil)
+	mu.Lock()
+	if seen != n || uint64(refused) != fwd.DroppedQueue || badSize != 0 || backwards {
+		t.Errorf("observer: saw %d packets (%d not %d bytes), %d refused, departures backwards %v; counters %+v", seen, badSize, ipSize, refused, backwards, fwd)
+	}
+	mu.Unlock()
 	// The link delivers at its rate while the sender runs, then drains the
 	// full queue.
 	want := rate*sending.Seconds()/8/ipSize + limit

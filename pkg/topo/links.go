@@ -70,7 +70,7 @@ func startEmulated(name, ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 n
 		Name: name, NS1: ns1, NS2: ns2, Dev1: dev1, Dev2: dev2,
 		Addr1: netip.PrefixFrom(a1, 24), Addr2: netip.PrefixFrom(a2, 24),
 		Forward: linkem.DirectionConfig{
-			Rate: int64(sh.RateBits), Delay: sh.Delay, Jitter: sh.Jitter, Loss: sh.Loss,
+			Rate: int64(sh.RateBits), Delay: sh.Delay, Jitter: sh.Jitter, Overhead: sh.Overhead, Loss: sh.Loss,
 			Seed: sh.Seed, QueueBytes: queue, Trace: sh.Trace,
 		},
 		Reverse: linkem.DirectionConfig{Delay: sh.Delay},

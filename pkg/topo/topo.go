@@ -53,12 +53,13 @@ type Shaping struct {
 	Delay      time.Duration // one-way, each direction
 	Loss       float64       // random loss probability, data direction
 	Jitter     time.Duration // extra random delay, never reordering
+	Overhead   time.Duration // random delay before the queue (linkem.DirectionConfig.Overhead)
 	Seed       uint64        // seeds loss and jitter
 	Trace      *linkem.Trace // a mahimahi trace instead of RateBits
 }
 
 func (s Shaping) emulated() bool {
-	return s.Delay > 0 || s.Loss > 0 || s.Jitter > 0 || s.Trace != nil
+	return s.Delay > 0 || s.Loss > 0 || s.Jitter > 0 || s.Overhead > 0 || s.Trace != nil
 }
 
 // Config describes a network to build.
