@@ -92,7 +92,7 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		publish(st)
 		cfg := pathctl.Config{Period: *period, ResetStalled: resetStalled, PreferBestPath: preferBest}
 		if !*peeks {
-			cfg.Peek = -1
+			cfg.Peek = pathctl.NoPeeks
 		}
 		err = pathctl.Run(ctx, pathctl.Options{
 			NS: *ns, Token: token, Apply: how, Config: cfg,

@@ -28,7 +28,8 @@ which are loaded for the run) with options, each after a '+': csum (DSS
 checksums at both ends), nojoin (one subflow), offload (TSO/GSO/GRO on),
 pacing (ours only: loaded with pacing on), close (the client closes as soon
 as it has written, instead of waiting for the server's verdict), busy (bulk
-MPTCP transfers run on another network of their own meanwhile). docs/kernel-faults.md is the report made from it.`
+MPTCP transfers run on another network of their own meanwhile).
+docs/kernel-faults.md is the report made from it.`
 
 func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 	conns := fs.Int("conns", 10000, "connections per arm")

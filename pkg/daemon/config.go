@@ -704,7 +704,7 @@ func (p Pathctl) engine() pathctl.Config {
 	preferBest, _ := pathctl.ParsePrefer(p.Prefer)                      // checked with the configuration
 	cfg := pathctl.Config{Period: p.Period, ResetStalled: reset, PreferBestPath: preferBest}
 	if !p.peeks() {
-		cfg.Peek = -1
+		cfg.Peek = pathctl.NoPeeks
 	}
 	return cfg
 }

@@ -98,7 +98,7 @@ func goodput(t *testing.T, c seedCell, rate float64, d time.Duration, how string
 	if how == "controller" || how == "controller-nopeek" {
 		var cfg pathctl.Config
 		if how == "controller-nopeek" {
-			cfg.Peek = -1
+			cfg.Peek = pathctl.NoPeeks
 		}
 		token := testkernel.Token(t, n.Client, cl.Local())
 		defer runController(t, pathctl.Options{NS: n.Client, Token: token, Apply: pathctl.PerEndpoint, Config: cfg})()
@@ -392,7 +392,7 @@ func TestBenchPathChange(t *testing.T) {
 	arms := []struct {
 		name string
 		cfg  *pathctl.Config // nil: no controller
-	}{{"no", nil}, {"yes", &pathctl.Config{}}, {"yes, no peeks", &pathctl.Config{Peek: -1}}}
+	}{{"no", nil}, {"yes", &pathctl.Config{}}, {"yes, no peeks", &pathctl.Config{Peek: pathctl.NoPeeks}}}
 	for _, arm := range arms {
 		for r := 0; r < reps; r++ {
 			res := changeRun(t, arm.cfg, phase)

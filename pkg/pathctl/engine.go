@@ -98,8 +98,8 @@ type Config struct {
 	// Peek is how often, in periods, best-path mode peeks at a backup
 	// subflow (Decision.Peek; default 4). With peeks a best-path hold ends
 	// in a trial only when a peek saw a backup path recover, the held path
-	// degrades, or the hold reaches HoldMax. Below 0: no peeks, and a trial
-	// ends every hold.
+	// degrades, or the hold reaches HoldMax. NoPeeks (below 0): no peeks,
+	// and a trial ends every hold.
 	Peek int
 	// PeekMax: a peek that saw nothing new doubles the wait for the next,
 	// up to PeekMax periods (default 2 x Peek); a new hold starts again at
@@ -127,6 +127,9 @@ type Config struct {
 	// cannot send. Needs the userspace path manager (per connection).
 	ResetStalled bool
 }
+
+// NoPeeks as Config.Peek turns peeks off.
+const NoPeeks = -1
 
 func (c Config) withDefaults() Config {
 	def := func(v *int, d int) {

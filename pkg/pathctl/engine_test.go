@@ -512,7 +512,7 @@ func TestPeekNoticesRecoveredBackup(t *testing.T) {
 		}
 		return 0
 	}
-	with, without := moved(0), moved(-1)
+	with, without := moved(0), moved(NoPeeks)
 	t.Logf("on B after %d steps with peeks, %d without (0: not within 150)", with, without)
 	if with == 0 || with > 12 {
 		t.Errorf("with peeks: on B after %d steps (0: not within 150), want at most 12", with)
@@ -571,7 +571,7 @@ func TestPeeksReplaceTrialsInBestPath(t *testing.T) {
 		return n, peeks
 	}
 	with, peeks := trials(Config{})
-	without, none := trials(Config{Peek: -1})
+	without, none := trials(Config{Peek: NoPeeks})
 	t.Logf("multipath trials in 200 s: %d with peeks (%d peeks), %d without", with, peeks, without)
 	if none != 0 || peeks < 400/8/2 {
 		t.Errorf("%d peeks with Peek 4 (want about one every 8 periods in best-path, after back-off), %d with Peek -1 (want 0)", peeks, none)
