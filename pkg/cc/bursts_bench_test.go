@@ -139,7 +139,8 @@ func captureRun(t *testing.T, n *topo.Net, queueBytes uint32, c string, names ma
 	link := n.Bottleneck(0)
 	var drops0 linkem.Counters
 	linkDrops := int64(-1)
-	qt := &queueTrace{limit: int(queueBytes), mptcp: map[sendKey]bool{}, last: -1}
+	qt := &queueTrace{limit: int(queueBytes), mptcp: map[sendKey]bool{}, last: -1,
+		flowOffered: map[sendKey]int{}, flowDropped: map[sendKey]int{}}
 	snap := func(end bool) {
 		if !end {
 			if link != nil {
@@ -180,6 +181,7 @@ func captureRun(t *testing.T, n *topo.Net, queueBytes uint32, c string, names ma
 	r.mpLag, r.tcpLag = log.lags()
 	r.mpAck, r.tcpAck = acks.delays()
 	r.queue = qt.stats()
+	t.Logf("%s: at the bottleneck, per flow: %s", c, qt.perFlow())
 	return r
 }
 
@@ -549,6 +551,8 @@ type queueTrace struct {
 	last  int              // sender of the last accepted packet (-1: none yet)
 	prev  [2]time.Time     // each sender's last arrival
 	st    queueStats
+	// per flow (subflow): data packets offered and dropped
+	flowOffered, flowDropped map[sendKey]int
 }
 
 type queuedPkt struct {
@@ -597,6 +601,10 @@ func (q *queueTrace) offer(at time.Time, pkt []byte, accepted bool, depart time.
 		share = float64(q.bytes[1]) / float64(total)
 	}
 	q.st.offered[who]++
+	q.flowOffered[k]++
+	if !accepted {
+		q.flowDropped[k]++
+	}
 	if len(pkt) < 1400 {
 		q.st.small[who]++
 	}
@@ -627,6 +635,23 @@ func (q *queueTrace) offer(at time.Time, pkt []byte, accepted bool, depart time.
 	if q.limit > 0 && q.limit-(total+len(pkt)) < 2*len(pkt) {
 		q.st.nearFull[who]++
 	}
+}
+
+// perFlow is each flow's data packets offered to the queue and dropped
+// per 1000 of them, MPTCP subflows marked.
+func (q *queueTrace) perFlow() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for k, n := range q.flowOffered {
+		kind := "TCP"
+		if q.mptcp[k] {
+			kind = "subflow"
+		}
+		out = append(out, fmt.Sprintf("%s %s: %d offered, %.1f dropped per 1000", kind, k.src, n, 1000*float64(q.flowDropped[k])/float64(max(n, 1))))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
 }
 
 func (q *queueTrace) stats() queueStats {
