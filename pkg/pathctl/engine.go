@@ -290,7 +290,7 @@ func (e *Engine) Peeked(id SubflowID, rate uint64, delivered bool) {
 // NewEngine starts in multipath mode, warming up.
 func NewEngine(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	return &Engine{cfg: cfg, mode: Multipath, phase: holding, length: cfg.Warmup, warming: true, subflows: map[SubflowID]*subflowState{}}
+	return &Engine{cfg: cfg, mode: Multipath, phase: holding, length: cfg.Warmup, warming: true, peekEvery: cfg.Peek, subflows: map[SubflowID]*subflowState{}}
 }
 
 // Mode is the current mode.
