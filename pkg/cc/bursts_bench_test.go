@@ -34,7 +34,11 @@ import (
 //     each sender lost, how late each answered an ACK with its next
 //     segment, and (a second capture, in the server's namespace) how long
 //     the server held data before acknowledging it. At one drop-tail
-//     queue, the sender hit in more events backs off more often.
+//     queue, the sender hit in more events backs off more often. Then
+//     what the emulated bottleneck saw (linkem.Path.ObserveForward): each
+//     sender's share of the packets offered and of the drops, of the queue
+//     at arrivals and at drops, and its drops by position in its arrival
+//     runs. Each flow's own offered and dropped packets go to the log.
 func TestBenchFairnessBursts(t *testing.T) {
 	testenv.Bench(t)
 	spec := os.Getenv("FAIRNESS")
