@@ -21,6 +21,11 @@ type SimPath struct {
 	RTT   time.Duration // base round-trip time (the subflow's min RTT)
 	Queue time.Duration // standing queueing delay on top (srtt - min RTT; RSF reads it)
 	Loss  float64       // probability that a packet is lost, independently
+	// RoundLoss is the probability that a round has a loss whatever the
+	// window (at a random packet of it): losses per flow, not per packet,
+	// the other extreme a drop-tail queue shared by several flows can come
+	// close to (docs/results/fairness.md). It adds to Loss.
+	RoundLoss float64
 }
 
 // SimResult is what a simulation measured on each path.
@@ -108,6 +113,9 @@ func Simulate(algo Algorithm, paths []SimPath, target, dur time.Duration, seed u
 		var ok uint32
 		for ok < sent && rng.Float64() >= paths[i].Loss {
 			ok++
+		}
+		if paths[i].RoundLoss > 0 && rng.Float64() < paths[i].RoundLoss {
+			ok = min(ok, uint32(rng.IntN(int(sent))))
 		}
 		for k := uint32(0); k < ok; k++ {
 			f.st, _, _ = AvoidStep(algo, f.st, 1, snapshot(i))
