@@ -12,6 +12,9 @@ import (
 // analyses: a path sends a window per round trip; the ACKs before the first
 // loss of a round grow the window one by one (AvoidStep); a round with a loss
 // sets the window to the algorithm's ssthresh once, as fast recovery does.
+// SimPath.RoundLoss adds the other extreme, a loss in a share of the
+// rounds whatever the window: losses per flow, which a shared drop-tail
+// queue comes close to (docs/results/fairness.md).
 // There is no queue, no timeout and no scheduler, so what it shows is the
 // algorithm alone, reproducibly (one seed, one result): what the kernel adds
 // on top is the testbed's business (pkg/cc's tests, docs/results/).
