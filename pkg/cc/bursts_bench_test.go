@@ -76,10 +76,7 @@ func (l *flowLog) delays() (mp, tcp ackDelays) {
 	defer l.mu.Unlock()
 	var d [2][]time.Duration
 	for _, f := range l.flows {
-		k := 0
-		if f.mptcp {
-			k = 1
-		}
+		k := f.sender()
 		j := 0
 		for _, a := range f.acks {
 			// the newest segment this ACK covers that arrived before it
@@ -95,7 +92,7 @@ func (l *flowLog) delays() (mp, tcp ackDelays) {
 			}
 		}
 	}
-	return newAckDelays(d[1]), newAckDelays(d[0])
+	return newAckDelays(d[mptcpSender]), newAckDelays(d[tcpSender])
 }
 
 type ackDelays struct {
@@ -227,6 +224,20 @@ type ackSeen struct {
 	ack uint32
 }
 
+// The two senders, as every per-sender array here indexes them.
+const (
+	tcpSender   = 0
+	mptcpSender = 1
+)
+
+// sender is the index of the sender a flow belongs to.
+func (f *flowSeen) sender() int {
+	if f.mptcp {
+		return mptcpSender
+	}
+	return tcpSender
+}
+
 func newFlowLog(dataInbound bool) *flowLog {
 	return &flowLog{dataInbound: dataInbound, flows: map[sendKey]*flowSeen{}}
 }
@@ -324,7 +335,7 @@ func (l *flowLog) stats() (mp, tcp burstStats, ev lossEvents) {
 		orig bool
 		flow int // index of its flow (subflow)
 	}
-	var mpPkts, tcpPkts []pkt
+	var pkts [2][]pkt // by sender
 	var lost []lostAt
 	flow := 0
 	for _, f := range l.flows {
@@ -372,11 +383,7 @@ func (l *flowLog) stats() (mp, tcp burstStats, ev lossEvents) {
 			if p.lost {
 				lost = append(lost, lostAt{sg.at, flow, f.mptcp})
 			}
-			if f.mptcp {
-				mpPkts = append(mpPkts, p)
-			} else {
-				tcpPkts = append(tcpPkts, p)
-			}
+			pkts[f.sender()] = append(pkts[f.sender()], p)
 		}
 	}
 	tally := func(ps []pkt) (s burstStats) {
@@ -402,7 +409,7 @@ func (l *flowLog) stats() (mp, tcp burstStats, ev lossEvents) {
 		}
 		return s
 	}
-	return tally(mpPkts), tally(tcpPkts), groupLosses(lost)
+	return tally(pkts[mptcpSender]), tally(pkts[tcpSender]), groupLosses(lost)
 }
 
 type lostAt struct {
@@ -474,13 +481,10 @@ func groupLosses(lost []lostAt) (e lossEvents) {
 func (l *flowLog) lags() (mp, tcp lagStats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var mpLags, tcpLags []time.Duration
-	var unclocked, sends [2]int // [0] TCP, [1] MPTCP
+	var lags [2][]time.Duration // by sender
+	var unclocked, sends [2]int
 	for _, f := range l.flows {
-		k := 0
-		if f.mptcp {
-			k = 1
-		}
+		k := f.sender()
 		j := 0
 		for _, a := range f.acks {
 			for j < len(f.data) && f.data[j].at.Before(a.at) {
@@ -490,11 +494,7 @@ func (l *flowLog) lags() (mp, tcp lagStats) {
 				break
 			}
 			if d := f.data[j].at.Sub(a.at); d < 5*time.Millisecond {
-				if f.mptcp {
-					mpLags = append(mpLags, d)
-				} else {
-					tcpLags = append(tcpLags, d)
-				}
+				lags[k] = append(lags[k], d)
 			}
 		}
 		// A send is clocked if an ACK of its flow came at most clockGap
@@ -513,9 +513,9 @@ func (l *flowLog) lags() (mp, tcp lagStats) {
 			}
 		}
 	}
-	tcp, mp = newLagStats(tcpLags), newLagStats(mpLags)
-	tcp.unclocked = float64(unclocked[0]) / float64(max(sends[0], 1))
-	mp.unclocked = float64(unclocked[1]) / float64(max(sends[1], 1))
+	tcp, mp = newLagStats(lags[tcpSender]), newLagStats(lags[mptcpSender])
+	tcp.unclocked = float64(unclocked[tcpSender]) / float64(max(sends[tcpSender], 1))
+	mp.unclocked = float64(unclocked[mptcpSender]) / float64(max(sends[mptcpSender], 1))
 	return mp, tcp
 }
 
@@ -591,9 +591,9 @@ func (q *queueTrace) offer(at time.Time, pkt []byte, accepted bool, depart time.
 	if p.Map {
 		q.mptcp[k] = true
 	}
-	who := 0
+	who := tcpSender
 	if q.mptcp[k] {
-		who = 1
+		who = mptcpSender
 	}
 	for len(q.q) > 0 && !q.q[0].depart.After(at) {
 		q.bytes[q.q[0].who] -= q.q[0].size
