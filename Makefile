@@ -33,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-kernel-vm
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-kernel-vm
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -164,16 +164,30 @@ deb: generate gen-docs
 	DEB_BIN='$(DEB_STAGE)/bin' DEB_DOCS=build DEB_STAGE='$(DEB_STAGE)' DEB_OUT='$(DEB_OUT)' \
 	GO='$(GO)' deploy/debian/build.sh
 
-# The kernel-fault reproducer (docs/kernel-faults.md): REPRO_CONNS short
-# MPTCP connections per arm, every byte checked; prints the rate of wrong
-# bytes per arm with its 95% interval and writes every finding as JSON.
-# REPRO_ARMS picks the arms (default: cubic reno bbr lia olia cubic+csum).
+# The kernel-fault reproducers (docs/kernel-faults.md), each printing its
+# rate per arm with the 95% interval and writing every finding as JSON:
+#   repro-integrity  wrong bytes: REPRO_CONNS short MPTCP connections per
+#                    arm, every byte checked (REPRO_ARMS; default cubic reno
+#                    bbr lia olia cubic+csum);
+#   repro-ssthresh   implausible ssthresh: every arm under the same lossy
+#                    load for REPRO_SSTHRESH_FOR, watched read-only
+#                    (REPRO_SSTHRESH_ARMS; default our four, bpfreno, reno,
+#                    cubic, cubic+tcp).
+# repro-kernel runs both.
 REPRO_CONNS ?= 10000
 REPRO_ARMS  ?=
+REPRO_SSTHRESH_FOR  ?= 20m
+REPRO_SSTHRESH_ARMS ?=
 
-repro-kernel: build
+repro-kernel: repro-integrity repro-ssthresh
+
+repro-integrity: build
 	mkdir -p $(REPRO_OUT)
 	flock $(REPRO_LOCK) bin/mptcp-lab integrity --conns $(REPRO_CONNS) --json $(REPRO_OUT)/integrity.json $(REPRO_ARMS)
+
+repro-ssthresh: build
+	mkdir -p $(REPRO_OUT)
+	flock $(REPRO_LOCK) bin/mptcp-lab ssthresh --for $(REPRO_SSTHRESH_FOR) --json $(REPRO_OUT)/ssthresh.json $(REPRO_SSTHRESH_ARMS)
 
 # The same in the shared test kernel's VM (QEMU without KVM: slow, so fewer
 # connections): cubic, our LIA, cubic with DSS checksums; the report goes to

@@ -51,5 +51,10 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"integrity", "cubic+pace"}, `arm "cubic+pace": unknown option "pace"`, "csum, nojoin, offload, pacing"),
 		bad(2, []string{"integrity", "cubic+pacing"}, `arm "cubic+pacing"`, "our congestion controls"),
 		bad(1, []string{"integrity", "--conns", "1", "nope_cc"}, `"nope_cc" is not registered`, "mptcp-cc load"),
+		bad(1, []string{"ssthresh", "--for", "0s"}, "--for 0s", "1s to 24h"),
+		bad(2, []string{"ssthresh", "--for", "soon"}, `invalid value "soon" for flag -for`),
+		bad(1, []string{"ssthresh", "--limit", "0"}, "--limit 0", "1 to 2147483648"),
+		bad(2, []string{"ssthresh", "cubic+udp"}, `arm "cubic+udp": unknown option "udp"`, "CC+tcp"),
+		bad(1, []string{"ssthresh", "--for", "1s", "nope_cc"}, `"nope_cc" is not registered`, "mptcp-cc load"),
 	})
 }

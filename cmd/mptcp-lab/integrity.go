@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/bpfreno"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/integrity"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/runner"
@@ -66,61 +67,96 @@ func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 		if err != nil {
 			return err
 		}
-		run := func() (integrity.Report, error) {
-			unload, err := loadArmCCs(s.id, arms)
-			defer unload()
-			if err != nil {
-				return integrity.Report{}, err
+		run := func() (rep integrity.Report, err error) {
+			l := newCCLoader(s.id)
+			defer func() { err = errors.Join(err, l.unload()) }()
+			for i := range arms {
+				if arms[i].CC, err = l.name(arms[i].CC, arms[i].Pacing); err != nil {
+					return integrity.Report{}, err
+				}
 			}
 			fmt.Fprintf(os.Stderr, "mptcp-lab: %d connections per arm, arms %v (run %s)\n", *conns, args, s.id)
 			return integrity.Run(s.ctx, integrity.Options{Prefix: s.id.NSPrefix(), Arms: arms, Conns: *conns,
 				Size: int(bytes), Parallel: *parallel, Progress: os.Stderr})
 		}
 		rep, err := run()
-		if cerr := s.close(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		if len(rep.Arms) > 0 {
-			rep.WriteText(stdout)
-			if *jsonOut != "" {
-				f, ferr := os.Create(*jsonOut)
-				if ferr == nil {
-					ferr = errors.Join(cli.WriteJSON(f, rep), f.Close())
-				}
-				err = errors.Join(err, ferr)
-			}
-		}
-		return err
+		return s.finish(err, rep, len(rep.Arms) > 0, stdout, *jsonOut)
 	}
 }
 
-// loadArmCCs loads our congestion controls the arms name, one per algorithm
-// and pacing, in the run's pin root (where CleanRun finds them), and
-// points the arms at them. unload removes what was loaded.
-func loadArmCCs(id runner.RunID, arms []integrity.Arm) (unload func(), err error) {
-	root := id.PinRoot()
-	loaded := map[string]string{} // algo[+pacing] -> registered name
-	unload = func() {
-		for _, name := range loaded {
-			_ = cc.Unload(name, root)
-		}
+// finish ends a reproducer's session and, when it measured something,
+// prints its report and writes it whole as JSON to jsonPath (if given).
+func (s *session) finish(err error, rep interface{ WriteText(io.Writer) }, measured bool, stdout io.Writer, jsonPath string) error {
+	err = errors.Join(err, s.close())
+	if !measured {
+		return err
 	}
-	for i, arm := range arms {
-		a, err := cc.Lookup(arm.CC)
-		if err != nil {
-			continue // the kernel's own
+	rep.WriteText(stdout)
+	if jsonPath != "" {
+		f, ferr := os.Create(jsonPath)
+		if ferr == nil {
+			ferr = errors.Join(cli.WriteJSON(f, rep), f.Close())
 		}
-		key, name := a.Name, "l"+string(id)+"_"+a.Name
-		if arm.Pacing {
-			key, name = key+"+pacing", name+"p"
-		}
-		if loaded[key] == "" {
-			if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: cc.Params{Pacing: arm.Pacing}}); err != nil {
-				return unload, fmt.Errorf("loading %s as %s: %w", key, name, err)
-			}
-			loaded[key] = name
-		}
-		arms[i].CC = loaded[key]
+		err = errors.Join(err, ferr)
 	}
-	return unload, nil
+	return err
 }
+
+// ccLoader loads, once each, the congestion controls of ours that arms
+// name (lia, olia, balia, rsf, each with or without pacing) in the run's
+// pin root, where CleanRun finds them, and registers the kernel's Reno
+// through BPF (bpfreno) when an arm names it. The kernel's own CCs pass
+// through.
+type ccLoader struct {
+	id     runner.RunID
+	loaded map[string]string // algo[+pacing] -> registered name
+	reno   *bpfreno.Reno
+}
+
+func newCCLoader(id runner.RunID) *ccLoader {
+	return &ccLoader{id: id, loaded: map[string]string{}}
+}
+
+// name returns the registered name an arm's sockets ask for.
+func (l *ccLoader) name(arm string, pacing bool) (string, error) {
+	if arm == bpfRenoArm {
+		if l.reno == nil {
+			r, err := bpfreno.Register("l" + string(l.id) + "_breno")
+			if err != nil {
+				return "", err
+			}
+			l.reno = r
+		}
+		return l.reno.Name, nil
+	}
+	a, err := cc.Lookup(arm)
+	if err != nil {
+		return arm, nil // the kernel's own
+	}
+	key, name := a.Name, "l"+string(l.id)+"_"+a.Name
+	if pacing {
+		key, name = key+"+pacing", name+"p"
+	}
+	if l.loaded[key] == "" {
+		if err := cc.Load(a, cc.Options{Name: name, PinRoot: l.id.PinRoot(), Params: cc.Params{Pacing: pacing}}); err != nil {
+			return "", fmt.Errorf("loading %s as %s: %w", key, name, err)
+		}
+		l.loaded[key] = name
+	}
+	return l.loaded[key], nil
+}
+
+// unload removes what was loaded.
+func (l *ccLoader) unload() error {
+	var err error
+	for _, name := range l.loaded {
+		err = errors.Join(err, cc.Unload(name, l.id.PinRoot()))
+	}
+	if l.reno != nil {
+		err = errors.Join(err, l.reno.Close())
+	}
+	return err
+}
+
+// bpfRenoArm is the arm name of the kernel's Reno through BPF struct_ops.
+const bpfRenoArm = "bpfreno"

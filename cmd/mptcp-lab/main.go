@@ -51,6 +51,9 @@ var app = (&cli.App{
 		{Name: "integrity", Summary: "measure how often MPTCP connections deliver wrong bytes, per congestion control",
 			Usage: "[ARM...] [--conns N] [--size BYTES] [--parallel N] [--json FILE]", Help: integrityHelp, Positional: true,
 			Values: defaultArms, Flags: cmdIntegrity},
+		{Name: "ssthresh", Summary: "measure how often an implausible ssthresh appears, per congestion control, MPTCP or TCP",
+			Usage: "[ARM...] [--for DURATION] [--limit PACKETS] [--json FILE]", Help: ssthreshHelp, Positional: true,
+			Values: ssthreshArms, Flags: cmdSsthresh},
 		{Name: janitorCmd, Hidden: true, Positional: true, Flags: func(*flag.FlagSet) cli.Action {
 			return func(args []string, _ io.Writer) error { janitor(args); return nil }
 		}},

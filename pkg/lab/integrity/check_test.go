@@ -82,11 +82,11 @@ func TestCheckAtTheEnd(t *testing.T) {
 
 func TestWilson(t *testing.T) {
 	// 0 of 10,000: the upper bound is about 3.84 per 10,000 (z^2/n).
-	if p, lo, hi := wilson(0, 10000); p != 0 || lo != 0 || math.Abs(hi*1e4-3.84) > 0.01 {
+	if p, lo, hi := Wilson(0, 10000); p != 0 || lo != 0 || math.Abs(hi*1e4-3.84) > 0.01 {
 		t.Errorf("0/10000: %v [%v, %v]", p, lo, hi)
 	}
 	// 77 of 10,000: 61.7 to 96.1 per 10,000.
-	if _, lo, hi := wilson(77, 10000); math.Abs(lo*1e4-61.7) > 0.2 || math.Abs(hi*1e4-96.1) > 0.2 {
+	if _, lo, hi := Wilson(77, 10000); math.Abs(lo*1e4-61.7) > 0.2 || math.Abs(hi*1e4-96.1) > 0.2 {
 		t.Errorf("77/10000: [%v, %v]", lo*1e4, hi*1e4)
 	}
 }

@@ -113,7 +113,7 @@ type ArmResult struct {
 
 // Rate is wrong connections per 10,000, with the 95% Wilson interval.
 func (r ArmResult) Rate() (rate, lo, hi float64) {
-	p, lo, hi := wilson(r.Wrong, r.Conns)
+	p, lo, hi := Wilson(r.Wrong, r.Conns)
 	return 1e4 * p, 1e4 * lo, 1e4 * hi
 }
 
@@ -498,8 +498,8 @@ func sysctl(ns, key, val string) error {
 	})
 }
 
-// wilson is the proportion k/n and its 95% Wilson score interval.
-func wilson(k, n int) (p, lo, hi float64) {
+// Wilson is the proportion k/n and its 95% Wilson score interval.
+func Wilson(k, n int) (p, lo, hi float64) {
 	if n == 0 {
 		return 0, 0, 1
 	}

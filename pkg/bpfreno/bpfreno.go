@@ -1,0 +1,76 @@
+// Package bpfreno registers the kernel's own Reno through BPF struct_ops
+// (bpf/bpfreno.bpf.c): every callback is a BPF program that calls the
+// kernel's Reno function. It is a measuring instrument: against the
+// built-in "reno" it isolates what the struct_ops path does, with no
+// algorithm of ours in between, for the ssthresh anomaly's arms
+// (pkg/lab/ssthresh) and the cost bench (pkg/cc).
+//
+// A registration lives as long as its Reno value: nothing is pinned, and
+// Close (or the process's exit) unregisters it.
+package bpfreno
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
+)
+
+// Reno is one registration.
+type Reno struct {
+	Name string // the congestion control's name, for setsockopt(TCP_CONGESTION)
+	coll *ebpf.Collection
+	link link.Link
+}
+
+// Register registers the BPF Reno as name (at most 15 bytes, not
+// registered yet).
+func Register(name string) (*Reno, error) {
+	if name == "" || len(name) > 15 {
+		return nil, fmt.Errorf("bpfreno: name %q: want 1 to 15 bytes (the kernel's TCP_CA_NAME_MAX is 16 with the NUL)", name)
+	}
+	if kernel.HasCongestionControl(name) {
+		return nil, fmt.Errorf("bpfreno: a congestion control named %q is already registered: pick another name", name)
+	}
+	spec, err := loadBpfreno()
+	if err != nil {
+		return nil, fmt.Errorf("bpfreno: reading the object: %w", err)
+	}
+	opsMap, err := structops.SetName(spec, name)
+	if err != nil {
+		return nil, fmt.Errorf("bpfreno: %w", err)
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("bpfreno: the kernel's verifier rejected it (it needs BPF struct_ops for tcp_congestion_ops and the tcp_reno_* kfuncs, Linux 5.13 or later): %+v", ve)
+		}
+		return nil, fmt.Errorf("bpfreno: loading (it needs BPF struct_ops for tcp_congestion_ops and the tcp_reno_* kfuncs, Linux 5.13 or later): %w", err)
+	}
+	l, err := link.AttachStructOps(link.StructOpsOptions{Map: coll.Maps[opsMap]})
+	if err != nil {
+		coll.Close()
+		return nil, fmt.Errorf("bpfreno: registering %s: %w", name, err)
+	}
+	return &Reno{Name: name, coll: coll, link: l}, nil
+}
+
+// Close unregisters it and waits, up to 5 s, until the kernel no longer
+// lists it. Sockets still using it keep running it until they close.
+func (r *Reno) Close() error {
+	err := r.link.Close()
+	r.coll.Close()
+	for deadline := time.Now().Add(5 * time.Second); kernel.HasCongestionControl(r.Name) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err == nil && kernel.HasCongestionControl(r.Name) {
+		err = fmt.Errorf("bpfreno: %s is still registered 5 s after its link closed", r.Name)
+	}
+	return err
+}
