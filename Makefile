@@ -106,7 +106,7 @@ bench: deps build
 
 # Long soak of loss recovery (about 11 min): the window guard's check.
 soak: deps build
-	MPTCP_CC_SOAK=1 $(GO) run ./scripts/kmsg-guard -- $(GO) test -p 1 -count=1 -timeout 30m -run 'TestSoak' -v ./pkg/cc/
+	MPTCP_CC_SOAK=1 $(GO) run ./scripts/kmsg-guard -- $(GO) test -p 1 -count=1 -timeout 60m -run 'TestSoak' -v ./pkg/cc/
 
 demo: deps build
 	./scripts/demo.sh

@@ -23,6 +23,18 @@ struct {
 	__type(value, struct mpcc_subflow);
 } subflows SEC(".maps");
 
+/* How many subflows found the subflows map full (it holds
+ * MPCC_MAX_SUBFLOWS_TRACKED unless the loader set fewer). They run the
+ * algorithm as every other subflow does, since the coupling reads siblings
+ * from the kernel, not from the map; only the readers (`mptcp-cc list`,
+ * `subflows`, `top`, the metrics) do not see them. One counter, key 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} untracked SEC(".maps");
+
 /* Load-time parameters, written by the loader before attach (and readable by
  * `mptcp-cc list`). One entry; array lookups are inlined by the verifier. */
 struct {

@@ -101,7 +101,13 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	s.id = id;
 	s.algo = MPCC_ALGO;
 	mpcc_fill_identity(sk, &s);
-	bpf_map_update_elem(&subflows, &id, &s, BPF_ANY);
+	if (bpf_map_update_elem(&subflows, &id, &s, BPF_ANY)) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&untracked, &zero);
+
+		if (n)
+			__sync_fetch_and_add(n, 1);
+	}
 
 	if (mpcc_params()->lisa)
 		mpcc_lisa_join(sk);

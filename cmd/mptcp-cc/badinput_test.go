@@ -51,6 +51,8 @@ func TestBadInput(t *testing.T) {
 
 		bad(2, []string{"load"}, "--algo is required", "one of balia, lia, olia, rsf"),
 		bad(1, []string{"load", "--algo", "cubic2"}, `unknown algorithm "cubic2"`, "choose one of"),
+		bad(1, []string{"load", "--algo", "lia", "--max-subflows", "0"}, "--max-subflows 0", "1 to 65536"),
+		bad(1, []string{"load", "--algo", "lia", "--max-subflows", "70000"}, "--max-subflows 70000", "1 to 65536"),
 		bad(1, []string{"load", "--algo", "lia", "--name", long}, long, "1 to 15 characters"),
 		bad(1, []string{"load", "--algo", "lia", "--name", "a/b"}, `"a/b"`, "use only a-z"),
 		bad(1, []string{"load", "--algo", "rsf", "--rsf-target", "-1s"}, "-1s", "out of range"),

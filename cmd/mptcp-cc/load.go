@@ -19,8 +19,12 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "RSF target queueing delay d")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	pacing := fs.Bool("pacing", false, "pace each subflow at about its window per RTT (the kernel's TCP pacing) instead of sending in bursts")
+	maxSubflows := fs.Uint("max-subflows", cc.MaxSubflowsTracked, "live subflows the readers can see (list, subflows, top, metrics); more still run the algorithm, counted as untracked")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
+		if *maxSubflows < 1 || *maxSubflows > cc.MaxSubflowsTracked {
+			return fmt.Errorf("--max-subflows %d: want 1 to %d", *maxSubflows, cc.MaxSubflowsTracked)
+		}
 		if *algo == "" {
 			return cli.Usagef("--algo is required: one of %s", joinNames())
 		}
@@ -31,7 +35,8 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 		if err := checkPinRoot(*root, true); err != nil {
 			return err
 		}
-		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace, Pacing: *pacing}}
+		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace, Pacing: *pacing},
+			MaxSubflows: uint32(*maxSubflows)}
 		if err := cc.Load(a, opts); err != nil {
 			return err
 		}
@@ -73,6 +78,15 @@ func cmdUnload(fs *flag.FlagSet) cli.Action {
 	}
 }
 
+// subflowCount is the live subflows the map holds and, when the map was
+// ever full, how many more it could not hold.
+func subflowCount(n int, untracked uint64) string {
+	if untracked == 0 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d (%d more since load found the map full)", n, untracked)
+}
+
 func cmdList(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := pinRootFlag(fs)
@@ -94,12 +108,13 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 				Trace       bool    `json:"trace"`
 				Pacing      bool    `json:"pacing"`
 				Subflows    int     `json:"subflows"`
+				Untracked   uint64  `json:"untracked_subflows"`
 				Registered  bool    `json:"registered"`
 				PinDir      string  `json:"pin_dir"`
 			}
 			list := []entry{}
 			for _, l := range loaded {
-				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Params.Pacing, snap.Count(l.Name), l.Registered, l.PinDir})
+				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Params.Pacing, snap.Count(l.Name), l.Untracked, l.Registered, l.PinDir})
 			}
 			return cli.WriteJSON(out, list)
 		}
@@ -113,7 +128,7 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 			if !l.Registered {
 				state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
 			}
-			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), snap.Count(l.Name), state)
+			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), subflowCount(snap.Count(l.Name), l.Untracked), state)
 		}
 		return t.Flush()
 	}

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -96,6 +98,14 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 				st = &s
 			}
 			frame := sampler.Frame(subs, st, time.Now())
+			for _, l := range snap.Loaded {
+				if l.Untracked > 0 {
+					if frame.Untracked == nil {
+						frame.Untracked = map[string]uint64{}
+					}
+					frame.Untracked[l.Name] = l.Untracked
+				}
+			}
 			if tracker != nil {
 				frame.EventsNetns = topNSLabel(*netns)
 			}
@@ -196,6 +206,13 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 			parts = []string{"none yet"}
 		}
 		fmt.Fprintf(w, "mptcp_pm events in netns %s since %s: %s%s", f.EventsNetns, f.EventsSince.Format("15:04:05"), strings.Join(parts, ", "), eol)
+	}
+	if len(f.Untracked) > 0 {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(f.Untracked)) {
+			parts = append(parts, fmt.Sprintf("%s %d", name, f.Untracked[name]))
+		}
+		fmt.Fprintf(w, "not shown: subflows that found the subflows map full since load (mptcp-cc load --max-subflows): %s%s", strings.Join(parts, ", "), eol)
 	}
 	w.WriteString(eol)
 

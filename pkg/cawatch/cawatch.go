@@ -36,10 +36,10 @@ type Hook uint32
 
 // The hooks, as bpf/cawatch.bpf.c numbers them (enum cawatch_hook).
 const (
-	State  Hook = iota // tcp_cong_state_set: a CA state change
-	PRR                // tcp_cwnd_reduction_tp: a step of proportional rate reduction
-	Probe              // tcp_probe: a segment received
-	Undo               // fentry tcp_undo_cwnd_reduction: an undo
+	State Hook = iota // tcp_cong_state_set: a CA state change
+	PRR               // tcp_cwnd_reduction_tp: a step of proportional rate reduction
+	Probe             // tcp_probe: a segment received
+	Undo              // fentry tcp_undo_cwnd_reduction: an undo
 	hooks
 )
 
@@ -281,7 +281,6 @@ func (w *Watch) close() {
 	}
 	w.objs.Close()
 }
-
 
 // Implausible says whether a window of w packets is above limit and not
 // the kernel's "no ssthresh yet" (TCP_INFINITE_SSTHRESH), as the watch

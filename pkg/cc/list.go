@@ -18,6 +18,9 @@ type Loaded struct {
 	Params     Params
 	Registered bool // the kernel lists it (false: pins left behind)
 	PinDir     string
+	// Untracked counts the subflows that found the subflows map full:
+	// they ran the algorithm, but no reader saw them.
+	Untracked uint64
 }
 
 // List returns what is loaded under root, sorted by name.
@@ -52,6 +55,14 @@ func inspect(root, name string) (Loaded, error) {
 	l.Params = raw.params()
 	if a, ok := ByID(raw.Algo); ok {
 		l.Algo = a.Name
+	}
+	// A registration from before the counter existed has no pin: 0.
+	if m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "untracked"), &ebpf.LoadPinOptions{ReadOnly: true}); err == nil {
+		err = m.Lookup(uint32(0), &l.Untracked)
+		m.Close()
+		if err != nil {
+			return l, fmt.Errorf("reading its untracked-subflow count: %w", err)
+		}
 	}
 	return l, nil
 }

@@ -67,7 +67,15 @@ type Options struct {
 	Name    string // name to register under; default Algorithm.DefaultName()
 	PinRoot string // default DefaultPinRoot
 	Params  Params
+	// MaxSubflows is how many live subflows the subflows map holds
+	// (0: MaxSubflowsTracked). Subflows beyond it run the algorithm as
+	// every other, unseen by the readers, and are counted (Loaded.Untracked).
+	MaxSubflows uint32
 }
+
+// MaxSubflowsTracked is the subflows map's size unless Options say less
+// (MPCC_MAX_SUBFLOWS_TRACKED in bpf/include/cc_types.h).
+const MaxSubflowsTracked = 65536
 
 // Load registers the algorithm with the kernel and pins it, so it stays
 // registered after this process exits. Either everything is in place when it
@@ -82,6 +90,9 @@ func Load(a Algorithm, opts Options) (err error) {
 	}
 	if err := validName(name); err != nil {
 		return err
+	}
+	if opts.MaxSubflows > MaxSubflowsTracked {
+		return fmt.Errorf("a subflows map of %d entries: want 1 to %d (0: %d)", opts.MaxSubflows, MaxSubflowsTracked, MaxSubflowsTracked)
 	}
 	if opts.Params.RSFTarget < 0 || opts.Params.RSFTarget > time.Hour {
 		return fmt.Errorf("RSF target delay %v is out of range (0 to 1h)", opts.Params.RSFTarget)
@@ -103,7 +114,14 @@ func Load(a Algorithm, opts Options) (err error) {
 		return err
 	}
 
-	err = structops.Load(structops.Object{Algo: a.Name, Spec: a.Spec, Params: opts.Params.raw(a.ID), Maps: []string{"subflows", "params", "trace"}}, name, dir)
+	spec := func() (*ebpf.CollectionSpec, error) {
+		s, err := a.Spec()
+		if err == nil && opts.MaxSubflows > 0 {
+			s.Maps["subflows"].MaxEntries = opts.MaxSubflows
+		}
+		return s, err
+	}
+	err = structops.Load(structops.Object{Algo: a.Name, Spec: spec, Params: opts.Params.raw(a.ID), Maps: []string{"subflows", "params", "trace", "untracked"}}, name, dir)
 	if errors.Is(err, ebpf.ErrNotSupported) {
 		return fmt.Errorf("%w: %v", ErrNoStructOps, err)
 	}

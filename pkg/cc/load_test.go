@@ -80,3 +80,17 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("unload of nothing: %v, want ErrNotLoaded", err)
 	}
 }
+
+// MaxSubflowsTracked is the map size the objects are compiled with
+// (MPCC_MAX_SUBFLOWS_TRACKED): the CLI's bound and default rest on it.
+func TestMaxSubflowsTrackedMatchesObjects(t *testing.T) {
+	for _, a := range cc.Algorithms() {
+		spec, err := a.Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := spec.Maps["subflows"].MaxEntries; got != cc.MaxSubflowsTracked {
+			t.Errorf("%s: the subflows map holds %d, cc.MaxSubflowsTracked says %d", a.Name, got, cc.MaxSubflowsTracked)
+		}
+	}
+}

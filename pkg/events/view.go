@@ -67,6 +67,9 @@ type Frame struct {
 	// PathctlUnlisted are the connections a path controller holds that
 	// have no row here (they run no mptcp-cc congestion control).
 	PathctlUnlisted []pathctl.ConnState `json:"pathctl_unlisted,omitempty"`
+	// Untracked counts, per congestion control, the subflows since its
+	// load that found its subflows map full: they ran it, unseen here.
+	Untracked map[string]uint64 `json:"untracked_subflows,omitempty"`
 }
 
 // JoinPathctl gives each connection of f what a path controller publishes

@@ -129,6 +129,7 @@ var (
 	famAlgoCwnd       = gaugeDef("algorithm_cwnd_segments", "Sum of the congestion windows of the live subflows running the congestion control.", algoLabels...)
 	famAlgoInFlight   = gaugeDef("algorithm_in_flight_segments", "Sum of the segments in flight of the live subflows running the congestion control.", algoLabels...)
 	famAlgoPacing     = gaugeDef("algorithm_pacing_rate_bytes_per_second", "Sum of the pacing rates of the live subflows running the congestion control.", algoLabels...)
+	famAlgoUntracked  = counterDef("algorithm_untracked_subflows_total", "Subflows since the congestion control was loaded that found its subflows map full: they ran it, but no series, list or top shows them (mptcp-cc load --max-subflows).", algoLabels...)
 
 	famSubflowLimit   = gaugeDef("subflow_series_limit", "The bound on subflows exported with per-subflow series (--metrics.max-subflows).")
 	famSubflowDropped = gaugeDef("subflow_series_dropped", "Live subflows left out of the per-subflow series at this scrape because of the bound.")
@@ -294,6 +295,7 @@ func (c *Collector) collect(out sink) {
 		add(famAlgoCwnd, a.cwnd, l.Name, l.Algo)
 		add(famAlgoInFlight, a.inflight, l.Name, l.Algo)
 		add(famAlgoPacing, a.pacing, l.Name, l.Algo)
+		add(famAlgoUntracked, float64(l.Untracked), l.Name, l.Algo)
 	}
 
 	// Per-subflow and per-connection series, bounded.
