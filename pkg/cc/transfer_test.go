@@ -79,31 +79,35 @@ func waitEmpty(t *testing.T, root, name string) {
 	}
 }
 
-// Unloading while a connection uses the CC breaks nothing: the kernel keeps
-// the programs until the socket is released.
+// Unloading while a connection uses the CC breaks nothing, for each CC:
+// the kernel keeps the programs until the socket is released.
 func TestUnloadWhileInUse(t *testing.T) {
 	root := testkernel.PinRoot(t)
 	n := testkernel.TwoPaths(t, 20e6)
-	a, _ := cc.Lookup("olia")
-	name := testenv.Unique("t_unl_")
-	if err := cc.Load(a, cc.Options{Name: name, PinRoot: root}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cc.Unload(name, root) })
+	srv := testkernel.Serve(t, n)
+	for _, a := range cc.Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			name := testenv.Unique("t_unl_")
+			if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: cc.Params{RSFTarget: cc.DefaultRSFTarget}}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cc.Unload(name, root) })
 
-	_, c := testkernel.Transfer(t, n, xfer.Options{CC: name, Bytes: 8 << 20})
-	time.Sleep(700 * time.Millisecond)
-	if err := cc.Unload(name, root); err != nil {
-		t.Fatalf("unload during the transfer: %v", err)
+			c := testkernel.Start(t, n, srv, xfer.Options{CC: name, Bytes: 8 << 20})
+			time.Sleep(700 * time.Millisecond)
+			if err := cc.Unload(name, root); err != nil {
+				t.Fatalf("unload during the transfer: %v", err)
+			}
+			if cc.IsRegistered(name) {
+				t.Fatal("still registered after unload")
+			}
+			res, err := c.Wait()
+			if err != nil {
+				t.Fatalf("transfer after unload: %v", err)
+			}
+			testkernel.Receipt(t, "transfer after unload", res, 8<<20)
+		})
 	}
-	if cc.IsRegistered(name) {
-		t.Fatal("still registered after unload")
-	}
-	res, err := c.Wait()
-	if err != nil {
-		t.Fatalf("transfer after unload: %v", err)
-	}
-	testkernel.Receipt(t, "transfer after unload", res, 8<<20)
 }
 
 // Churn: many short MPTCP connections, each with its join, leave no entry.
