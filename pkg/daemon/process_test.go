@@ -92,8 +92,9 @@ metrics: {listen_address: "127.0.0.1:0"}
 	}
 }
 
-// SIGKILL in the middle of a transfer: the pins keep the CC, the transfer
+// SIGKILL with 100 live connections: the pins keep the CC, every transfer
 // completes intact; a restart adopts the pins (no error, no duplicate),
+// counts the 100 connections,
 // updates changed parameters in place, follows the client namespace's
 // events; on_exit keep leaves the CC registered.
 func TestServeKillAdoptKeep(t *testing.T) {
@@ -118,8 +119,14 @@ events: {namespaces: [%s]}
 		t.Fatalf("first start did not load:\n%s", d.Logs())
 	}
 
-	srv, c := testkernel.Transfer(t, n, xfer.Options{CC: name, Bytes: 6 << 20})
-	time.Sleep(500 * time.Millisecond)
+	const conns, runFor = 100, 15 * time.Second
+	srv := testkernel.Serve(t, n)
+	var clients []*xfer.Client
+	started := time.Now()
+	for range conns {
+		clients = append(clients, testkernel.Start(t, n, srv, xfer.Options{CC: name, For: runFor}))
+	}
+	time.Sleep(time.Second)
 	if code := d.Stop(syscall.SIGKILL); code != -1 {
 		t.Fatalf("SIGKILL: exit %d", code)
 	}
@@ -140,13 +147,20 @@ events: {namespaces: [%s]}
 		t.Fatalf("after the restart: %+v %v", l, err)
 	}
 	body := servetest.Get(t, url)
-	res, err := c.Wait()
-	if err != nil {
-		t.Fatalf("transfer across the kill: %v", err)
+	if since := time.Since(started); since > runFor-time.Second {
+		t.Fatalf("the kill and restart took until %v into %v transfers: nothing left to count", since, runFor)
 	}
-	testkernel.Receipt(t, "transfer across the kill", res, 6<<20)
-	if res.CC != name {
-		t.Errorf("transfer ran %q", res.CC)
+	if want := fmt.Sprintf(`mptcp_cc_algorithm_connections{cc="%s",algo="olia"} %d`, name, conns); !strings.Contains(body, want) {
+		t.Errorf("/metrics after the restart: want %s, have:\n%s", want, servetest.Lines(body, "algorithm_connections"))
+	}
+	for i, c := range clients {
+		res, err := c.Wait()
+		if err != nil {
+			t.Fatalf("transfer %d across the kill: %v", i, err)
+		}
+		if res.Sent == 0 || res.Delivered != res.Sent || !res.Intact || res.CC != name {
+			t.Fatalf("transfer %d across the kill: sent %d, delivered %d, intact %v, ran %q", i, res.Sent, res.Delivered, res.Intact, res.CC)
+		}
 	}
 	if !strings.Contains(body, fmt.Sprintf(`mptcp_cc_algorithm_info{cc="%s",algo="olia"`, name)) {
 		t.Errorf("/metrics after the restart lacks the algorithm")

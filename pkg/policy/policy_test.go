@@ -385,3 +385,36 @@ func TestPolicyJoinAfterSwitch(t *testing.T) {
 		testkernel.Receipt(t, "transfer", r, 0)
 	}
 }
+
+// Detaching the policy in the middle of a transfer from the cgroup: the
+// connection keeps the CC it was given (detach changes no running socket),
+// completes with every byte, and its subflows leave the CC's map when it
+// closes.
+func TestPolicyDetachMidTransfer(t *testing.T) {
+	e := newEnv(t)
+	name := testkernel.Load(t, e.ccRoot, "lia", cc.Params{})
+	cg := newCgroup(t, "")
+	e.attach(t, policy.Rule{Cgroup: cg, CC: name})
+	srv := testkernel.Serve(t, e.net)
+	h := spawn(t, cg, helperConfig{Mode: "client", NS: e.net.Client, Conns: []helperConn{
+		{Local: topo.ClientAddr(0).String(), Remote: srv.Addr().String(), ForMs: 3000},
+	}})
+	local := netip.MustParseAddrPort(h.next().Locals[0])
+	if got, subs := e.connCC(t, local, 2, 3*time.Second); got != name || len(subs) != 2 {
+		t.Fatalf("before detach: subflows %+v under %q, want 2 under %s", subs, got, name)
+	}
+	if err := policy.Detach(cg, e.policyRoot); err != nil {
+		t.Fatal(err)
+	}
+	if got, subs := e.connCC(t, local, 2, 0); got != name || len(subs) != 2 {
+		t.Errorf("after detach, mid-transfer: subflows %+v under %q, want still 2 under %s", subs, got, name)
+	}
+	for _, r := range h.next().Results {
+		testkernel.Receipt(t, "transfer across the detach", r, 0)
+	}
+	for deadline := time.Now().Add(3 * time.Second); len(testkernel.Subflows(t, e.ccRoot, name)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("entries left after the connection closed: %+v", testkernel.Subflows(t, e.ccRoot, name))
+		}
+	}
+}
