@@ -70,6 +70,13 @@ struct cawatch_sighting {
 	__u32 prr_delivered;
 	__u32 prr_out;
 	__u32 mptcp;
+	/* Where the value was before, as this watch last read it: ssthresh at
+	 * the socket's last CA state change, and at the start of its last PRR
+	 * step with prr_delivered then (before that step added to it). */
+	__u32 state_ssthresh;
+	__u32 prr_ssthresh;
+	__u32 prr_step;
+	__u32 pad;
 	char cc[16]; /* the socket's congestion control */
 };
 
@@ -93,10 +100,12 @@ struct {
 	__uint(max_entries, 1 << 20);
 } sightings SEC(".maps");
 
-/* What each socket reported last: a value that stays implausible is
- * reported once, a new one again. */
+/* Per watched socket: what it reported last (a value that stays
+ * implausible is reported once, a new one again), and ssthresh as read at
+ * its last state change and PRR step, for the next sighting to carry. */
 struct cawatch_seen {
 	__u32 cwnd, ssthresh, prior_ssthresh, prior_cwnd;
+	__u32 state_ssthresh, prr_ssthresh, prr_step, pad;
 };
 
 struct {
@@ -124,7 +133,7 @@ static __always_inline struct cawatch_counts *totals(void)
 static __always_inline void check(struct sock *sk, enum cawatch_hook hook, __u32 new_state)
 {
 	struct cawatch_counts *n = totals();
-	struct cawatch_seen now = {}, *last;
+	struct cawatch_seen now = {}, before, *last;
 	struct cawatch_sighting *s;
 	struct tcp_sock *tp;
 	__u64 key;
@@ -149,17 +158,36 @@ static __always_inline void check(struct sock *sk, enum cawatch_hook hook, __u32
 	now.ssthresh = tp->snd_ssthresh;
 	now.prior_ssthresh = tp->prior_ssthresh;
 	now.prior_cwnd = tp->prior_cwnd;
+
+	key = (__u64)tp;
+	last = bpf_map_lookup_elem(&seen, &key);
+	if (!last) {
+		bpf_map_update_elem(&seen, &key, &now, BPF_NOEXIST);
+		last = bpf_map_lookup_elem(&seen, &key);
+		if (!last)
+			return;
+		last->cwnd = last->ssthresh = last->prior_ssthresh = last->prior_cwnd = 0;
+	}
+	/* What the sighting carries is what was read before this call. */
+	before = *last;
+	if (hook == CAWATCH_STATE)
+		last->state_ssthresh = now.ssthresh;
+	if (hook == CAWATCH_PRR) {
+		last->prr_ssthresh = now.ssthresh;
+		last->prr_step = tp->prr_delivered;
+	}
+
 	if (!too_big(now.cwnd) && !too_big(now.ssthresh) && !too_big(now.prior_ssthresh) &&
 	    !too_big(now.prior_cwnd))
 		return;
 	n->implausible[hook]++;
-
-	key = (__u64)tp;
-	last = bpf_map_lookup_elem(&seen, &key);
-	if (last && last->cwnd == now.cwnd && last->ssthresh == now.ssthresh &&
-	    last->prior_ssthresh == now.prior_ssthresh && last->prior_cwnd == now.prior_cwnd)
+	if (before.cwnd == now.cwnd && before.ssthresh == now.ssthresh &&
+	    before.prior_ssthresh == now.prior_ssthresh && before.prior_cwnd == now.prior_cwnd)
 		return;
-	bpf_map_update_elem(&seen, &key, &now, BPF_ANY);
+	last->cwnd = now.cwnd;
+	last->ssthresh = now.ssthresh;
+	last->prior_ssthresh = now.prior_ssthresh;
+	last->prior_cwnd = now.prior_cwnd;
 
 	s = bpf_ringbuf_reserve(&sightings, sizeof(*s), 0);
 	if (!s) {
@@ -187,6 +215,10 @@ static __always_inline void check(struct sock *sk, enum cawatch_hook hook, __u32
 	s->prior_cwnd = now.prior_cwnd;
 	s->prr_delivered = tp->prr_delivered;
 	s->prr_out = tp->prr_out;
+	s->state_ssthresh = before.state_ssthresh;
+	s->prr_ssthresh = before.prr_ssthresh;
+	s->prr_step = before.prr_step;
+	s->pad = 0;
 	bpf_probe_read_kernel_str(s->cc, sizeof(s->cc), tp->inet_conn.icsk_ca_ops->name);
 	bpf_ringbuf_submit(s, 0);
 }

@@ -82,6 +82,10 @@ type Sighting struct {
 	PRROut        uint32
 	MPTCP         bool
 	CC            string
+	// ssthresh as the watch read it before this sighting: at the socket's
+	// last CA state change, and at the start of its last PRR step (with
+	// prr_delivered then).
+	StateSsthresh, PRRSsthresh, PRRStep uint32
 	// Kernel addresses: the socket, its MPTCP subflow context and its
 	// MPTCP socket (0 for plain TCP).
 	Sock, SubflowCtx, MSK uint64
@@ -93,6 +97,11 @@ type Counts struct {
 	Implausible [hooks]uint64 // of them, with an implausible value
 	Entered     [5]uint64     // state changes into Open, Disorder, CWR, Recovery, Loss
 	Lost        uint64        // sightings the ring buffer had no room for
+	// Misses are the runs the kernel skipped, per hook: a program already
+	// running on the CPU (interrupted by a softirq that hit the same
+	// hook) is not entered again. What a skipped run would have read is
+	// not seen.
+	Misses [hooks]uint64
 }
 
 // Reductions are the window reductions the namespace's sockets entered:
@@ -254,6 +263,14 @@ func (w *Watch) Stop() (Counts, []Sighting, error) {
 	}
 	w.links = nil
 	c, err := w.Counts()
+	for i, p := range []*ebpf.Program{w.objs.State, w.objs.PRR, w.objs.Probe, w.undo} {
+		if p == nil {
+			continue
+		}
+		if st, serr := p.Stats(); serr == nil {
+			c.Misses[i] = st.RecursionMisses
+		}
+	}
 	raw, terr := w.trace.Stop()
 	w.trace = nil
 	w.close()
@@ -264,6 +281,7 @@ func (w *Watch) Stop() (Counts, []Sighting, error) {
 			Cwnd: r.Cwnd, Ssthresh: r.Ssthresh, PriorSsthresh: r.PriorSsthresh, PriorCwnd: r.PriorCwnd,
 			PRRDelivered: r.PrrDelivered, PRROut: r.PrrOut, MPTCP: r.Mptcp != 0, CC: kernel.CString(r.Cc[:]),
 			Sock: r.Sk, SubflowCtx: r.Ctx, MSK: r.Msk,
+			StateSsthresh: r.StateSsthresh, PRRSsthresh: r.PrrSsthresh, PRRStep: r.PrrStep,
 		}
 	}
 	return c, out, errors.Join(err, terr)
@@ -340,6 +358,7 @@ func (s Sighting) Describe(limit uint32) string {
 			}
 		}
 	}
-	fmt.Fprintf(&b, " prr %d/%d", s.PRRDelivered, s.PRROut)
+	fmt.Fprintf(&b, " prr %d/%d; before: ssthresh %d at the last state change, %d at the last prr step (delivered %d)",
+		s.PRRDelivered, s.PRROut, s.StateSsthresh, s.PRRSsthresh, s.PRRStep)
 	return b.String()
 }

@@ -17,6 +17,17 @@ import (
 // through /proc/thread-self: /proc/net follows the process's namespace,
 // while a namespace switch (netns.Do) moves only the calling thread.
 func MPTCPMIB(ns string) (map[string]uint64, error) {
+	return netstatGroup(ns, "MPTcpExt:", "MPTCP MIB")
+}
+
+// TCPExtMIB reads the kernel's TcpExt counters (`nstat -a`'s TcpExt*: loss
+// recoveries, undos, retransmissions) in network namespace ns, as MPTCPMIB
+// does.
+func TCPExtMIB(ns string) (map[string]uint64, error) {
+	return netstatGroup(ns, "TcpExt:", "TcpExt MIB")
+}
+
+func netstatGroup(ns, group, what string) (map[string]uint64, error) {
 	var out map[string]uint64
 	read := func() error {
 		f, err := os.Open("/proc/thread-self/net/netstat")
@@ -24,7 +35,7 @@ func MPTCPMIB(ns string) (map[string]uint64, error) {
 			return err
 		}
 		defer f.Close()
-		out, err = parseMPTCPMIB(f)
+		out, err = parseNetstat(f, group)
 		return err
 	}
 	var err error
@@ -34,15 +45,17 @@ func MPTCPMIB(ns string) (map[string]uint64, error) {
 		err = netns.Do(ns, read)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the MPTCP MIB counters: %w", err)
+		return nil, fmt.Errorf("reading the %s counters: %w", what, err)
 	}
 	return out, nil
 }
 
-// parseMPTCPMIB parses netstat's format: per group a line of names and a
-// line of values, each starting with the group's name.
-func parseMPTCPMIB(r io.Reader) (map[string]uint64, error) {
-	const group = "MPTcpExt:"
+// parseMPTCPMIB parses the MPTcpExt group of netstat's format.
+func parseMPTCPMIB(r io.Reader) (map[string]uint64, error) { return parseNetstat(r, "MPTcpExt:") }
+
+// parseNetstat parses one group of netstat's format: per group a line of
+// names and a line of values, each starting with the group's name.
+func parseNetstat(r io.Reader, group string) (map[string]uint64, error) {
 	var names []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -71,5 +84,8 @@ func parseMPTCPMIB(r io.Reader) (map[string]uint64, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("no %s counters (a kernel without MPTCP)", group)
+	if group == "MPTcpExt:" {
+		return nil, fmt.Errorf("no %s counters (a kernel without MPTCP)", group)
+	}
+	return nil, fmt.Errorf("no %s counters in netstat", group)
 }

@@ -23,9 +23,12 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/mptcp-cc/mptcp-cc/pkg/cawatch"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/integrity"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
@@ -71,10 +74,14 @@ type ArmResult struct {
 	Arm
 	Counts    cawatch.Counts     `json:"counts"`
 	Sightings []cawatch.Sighting `json:"sightings,omitempty"`
-	Episodes  int                `json:"episodes"` // implausible ssthresh values, one per socket and value
+	Episodes  int                `json:"episodes"` // reductions that got an implausible ssthresh from a plausible window
 	Sockets   int                `json:"sockets"`  // sockets with one
 	Sent      int64              `json:"sent"`     // bytes the senders wrote
 	NoUndo    string             `json:"no_undo,omitempty"`
+	// The client namespace's TcpExt counters that moved during the arm:
+	// TCPSackRecovery + TCPRenoRecovery count the recoveries the kernel
+	// entered, to hold against the Recovery entries the watch saw.
+	TcpExt map[string]uint64 `json:"tcpext"`
 	Errors    []string           `json:"errors,omitempty"`
 }
 
@@ -160,6 +167,10 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		return r, err
 	}
 	defer srv.Close()
+	mib0, err := kernel.TCPExtMIB(n.Client)
+	if err != nil {
+		return r, err
+	}
 	w, err := cawatch.Start(cawatch.Options{Namespace: n.Client, Limit: o.Limit})
 	if err != nil {
 		return r, err
@@ -196,7 +207,18 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 			r.Errors = append(r.Errors, fmt.Sprintf("a socket ran %q, not %q", res.CC, a.CC))
 		}
 	}
+	// Every socket closed before the counts are read, so that the
+	// kernel's count of recoveries and the watch's cover the same ones.
+	quiet(n.Client, 10*time.Second)
 	counts, sightings, err := w.Stop()
+	if mib1, merr := kernel.TCPExtMIB(n.Client); merr == nil {
+		r.TcpExt = map[string]uint64{}
+		for k, v := range mib1 {
+			if d := v - mib0[k]; d != 0 {
+				r.TcpExt[k] = d
+			}
+		}
+	}
 	r.Counts, r.Sightings = counts, sightings
 	r.Episodes, r.Sockets = episodes(sightings, o.Limit)
 	if err != nil {
@@ -208,41 +230,64 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	return r, ctx.Err()
 }
 
+// quiet waits, up to d, until namespace ns has no TCP socket left open.
+func quiet(ns string, d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		socks, err := sockdiag.Dump(ns, unix.AF_INET, sockdiag.Connected)
+		if err != nil || len(socks) == 0 {
+			return
+		}
+	}
+}
+
 func seeded(s topo.Shaping, seed uint64) topo.Shaping {
 	s.Seed = uint64(time.Now().UnixNano()) + seed
 	return s
 }
 
-// episodes counts implausible ssthresh values (snd_ssthresh or
-// prior_ssthresh), one per socket and value, and the sockets that had one.
+// episodes counts the window reductions that got an implausible ssthresh
+// from a plausible window, and the sockets that had one. A reduction is
+// told by its prior_cwnd and prior_ssthresh, which the kernel sets when it
+// starts one; a reduction that starts from an implausible window (the
+// socket kept the bad value and halves it) is a consequence, not counted.
 func episodes(ss []cawatch.Sighting, limit uint32) (n, sockets int) {
-	type key struct {
-		sock uint64
-		v    uint32
-	}
-	seen := map[key]bool{}
-	socks := map[uint64]bool{}
+	bySock := map[uint64][]cawatch.Sighting{}
 	for _, s := range ss {
-		for _, v := range []uint32{s.Ssthresh, s.PriorSsthresh} {
-			if !cawatch.Implausible(v, limit) || seen[key{s.Sock, v}] {
-				continue
+		bySock[s.Sock] = append(bySock[s.Sock], s)
+	}
+	for _, l := range bySock {
+		sort.Slice(l, func(i, j int) bool { return l[i].AtNs < l[j].AtNs })
+		found := false
+		var last *cawatch.Sighting
+		for i := range l {
+			s := &l[i]
+			bad := cawatch.Implausible(s.Ssthresh, limit) && !cawatch.Implausible(s.PriorCwnd, limit)
+			same := last != nil && cawatch.Implausible(last.Ssthresh, limit) &&
+				last.PriorCwnd == s.PriorCwnd && last.PriorSsthresh == s.PriorSsthresh
+			if bad && !same {
+				n++
+				found = true
 			}
-			seen[key{s.Sock, v}] = true
-			socks[s.Sock] = true
+			last = s
+		}
+		if found {
+			sockets++
 		}
 	}
-	return len(seen), len(socks)
+	return n, sockets
 }
 
 // WriteText prints the rates per arm, then each arm's first sightings.
 func (rep Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "kernel %s; every arm %s at once: two 20 Mbit/s paths, 10 ms each way, 34-packet queue, 3%% loss; 4 MPTCP connections of 2 subflows or 8 TCP connections; implausible above %d packets\n\n",
+	fmt.Fprintf(w, "kernel %s; every arm %s at once: two 20 Mbit/s paths, 10 ms each way, 34-packet queue, 3%% loss; 4 MPTCP connections of 2 subflows or 8 TCP connections; implausible above %d packets; recoveries w/k: entries into Recovery the watch saw / the kernel counted (TcpExt); missed: runs of the state, prr and probe hooks the kernel skipped\n\n",
 		rep.Kernel, rep.For, rep.Limit)
-	fmt.Fprintf(w, "%-12s %9s %10s %9s %9s %8s %27s %8s\n", "arm", "MB sent", "reductions", "prr steps", "episodes", "sockets", "per 10,000 reductions (CI)", "lost")
+	fmt.Fprintf(w, "%-12s %9s %10s %15s %9s %9s %8s %27s %8s %14s\n", "arm", "MB sent", "reductions", "recoveries w/k", "prr steps", "episodes", "sockets", "per 10,000 reductions (CI)", "lost", "missed s/p/a")
 	for _, a := range rep.Arms {
 		rate, lo, hi := a.Rate()
-		fmt.Fprintf(w, "%-12s %9.0f %10d %9d %9d %8d %27s %8d\n", a.Name, float64(a.Sent)/1e6, a.Counts.Reductions(),
-			a.Counts.Calls[cawatch.PRR], a.Episodes, a.Sockets, fmt.Sprintf("%.2f (%.2f-%.2f)", rate, lo, hi), a.Counts.Lost)
+		m := a.Counts.Misses
+		fmt.Fprintf(w, "%-12s %9.0f %10d %15s %9d %9d %8d %27s %8d %14s\n", a.Name, float64(a.Sent)/1e6, a.Counts.Reductions(),
+			fmt.Sprintf("%d/%d", a.Counts.Entered[3], a.TcpExt["TCPSackRecovery"]+a.TcpExt["TCPRenoRecovery"]), a.Counts.Calls[cawatch.PRR], a.Episodes, a.Sockets, fmt.Sprintf("%.2f (%.2f-%.2f)", rate, lo, hi), a.Counts.Lost,
+			fmt.Sprintf("%d/%d/%d", m[cawatch.State], m[cawatch.PRR], m[cawatch.Probe]))
 	}
 	for _, a := range rep.Arms {
 		if len(a.Sightings) == 0 && len(a.Errors) == 0 && a.NoUndo == "" {

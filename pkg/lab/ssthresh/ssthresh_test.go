@@ -28,7 +28,7 @@ func TestParseArm(t *testing.T) {
 
 // TestRunCountsEveryArm runs two arms for a few seconds, MPTCP and plain
 // TCP, with a limit of 2 packets so that every ssthresh counts: each arm
-// must have sent, reduced its windows and reported episodes, and the
+// must have sent, reduced its windows and reported sightings, and the
 // report must name both.
 func TestRunCountsEveryArm(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -45,8 +45,8 @@ func TestRunCountsEveryArm(t *testing.T) {
 	rep.WriteText(&b)
 	t.Log(b.String()[:min(b.Len(), 1500)])
 	for _, a := range rep.Arms {
-		if a.Sent == 0 || a.Counts.Reductions() == 0 || a.Episodes == 0 || len(a.Errors) > 0 {
-			t.Errorf("%s: sent %d, %d reductions, %d episodes, errors %v", a.Name, a.Sent, a.Counts.Reductions(), a.Episodes, a.Errors)
+		if a.Sent == 0 || a.Counts.Reductions() == 0 || len(a.Sightings) == 0 || len(a.Errors) > 0 {
+			t.Errorf("%s: sent %d, %d reductions, %d sightings, errors %v", a.Name, a.Sent, a.Counts.Reductions(), len(a.Sightings), a.Errors)
 		}
 		if !strings.Contains(b.String(), "\n"+a.Name+" ") {
 			t.Errorf("the report has no row for %s", a.Name)
