@@ -82,7 +82,7 @@ type ArmResult struct {
 	// TCPSackRecovery + TCPRenoRecovery count the recoveries the kernel
 	// entered, to hold against the Recovery entries the watch saw.
 	TcpExt map[string]uint64 `json:"tcpext"`
-	Errors    []string           `json:"errors,omitempty"`
+	Errors []string          `json:"errors,omitempty"`
 }
 
 // Rate is episodes per 10,000 window reductions, with the 95% Wilson
