@@ -89,3 +89,15 @@ func parseNetstat(r io.Reader, group string) (map[string]uint64, error) {
 	}
 	return nil, fmt.Errorf("no %s counters in netstat", group)
 }
+
+// MIBDelta is what moved between two reads of a MIB group: the counters
+// whose value changed, by how much.
+func MIBDelta(before, after map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

@@ -72,3 +72,10 @@ func TestMPTCPMIBInNamespace(t *testing.T) {
 		t.Fatalf("in the fresh namespace %s: MPCapableSYNRX %d, MPCapableSYNTX %d; want 1 and 1", ns, m["MPCapableSYNRX"], m["MPCapableSYNTX"])
 	}
 }
+
+func TestMIBDelta(t *testing.T) {
+	got := MIBDelta(map[string]uint64{"A": 1, "B": 5, "C": 7}, map[string]uint64{"A": 1, "B": 9, "C": 7, "D": 2})
+	if len(got) != 2 || got["B"] != 4 || got["D"] != 2 {
+		t.Errorf("MIBDelta = %v, want B 4 and D 2 only", got)
+	}
+}

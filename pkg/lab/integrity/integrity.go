@@ -254,42 +254,8 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		}
 	}
 	r.Attributed = w != nil
-	stop := make(chan struct{})
-	defer close(stop)
-	outcomes, ack := make(chan outcome), make(chan struct{})
-	jobs := make(chan uint64)
-	go func() {
-		defer close(jobs)
-		for i := uint64(0); i < uint64(o.Conns) && ctx.Err() == nil; i++ {
-			select {
-			case jobs <- i:
-			case <-stop:
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range max(1, o.Parallel) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				select {
-				case outcomes <- one(i):
-				case <-stop:
-					return
-				}
-				if w != nil {
-					select {
-					case <-ack: // the counters are read: next
-					case <-stop:
-						return
-					}
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(outcomes) }()
+	outcomes, ack, stop := dispatch(ctx, o.Conns, o.Parallel, w != nil, one)
+	defer stop()
 
 	start := time.Now()
 	done := 0
@@ -318,14 +284,52 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	if err != nil {
 		return r, err
 	}
-	r.MIB = map[string]uint64{}
-	for k, v := range mib1 {
-		if d := v - mib0[k]; d != 0 {
-			r.MIB[k] = d
-		}
-	}
+	r.MIB = kernel.MIBDelta(mib0, mib1)
 	r.Joins = r.MIB["MPJoinAckRx"]
 	return r, nil
+}
+
+// dispatch runs one(i) for i from 0 to conns-1 on parallel workers (at
+// least one) and sends each outcome on outcomes, which it closes after the
+// last. With paced, a worker waits for a value on ack after each outcome:
+// the caller reads the counters that belong to that connection first.
+// stop ends the workers early.
+func dispatch(ctx context.Context, conns, parallel int, paced bool, one func(uint64) outcome) (outcomes <-chan outcome, ack chan<- struct{}, stop func()) {
+	out, acks, quit := make(chan outcome), make(chan struct{}), make(chan struct{})
+	jobs := make(chan uint64)
+	go func() {
+		defer close(jobs)
+		for i := uint64(0); i < uint64(conns) && ctx.Err() == nil; i++ {
+			select {
+			case jobs <- i:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range max(1, parallel) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				select {
+				case out <- one(i):
+				case <-quit:
+					return
+				}
+				if paced {
+					select {
+					case <-acks: // the counters are read: next
+					case <-quit:
+						return
+					}
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(out) }()
+	return out, acks, func() { close(quit) }
 }
 
 // take counts one connection. A finding's wrong bytes are also looked for

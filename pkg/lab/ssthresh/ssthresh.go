@@ -212,12 +212,7 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	quiet(n.Client, 10*time.Second)
 	counts, sightings, err := w.Stop()
 	if mib1, merr := kernel.TCPExtMIB(n.Client); merr == nil {
-		r.TcpExt = map[string]uint64{}
-		for k, v := range mib1 {
-			if d := v - mib0[k]; d != 0 {
-				r.TcpExt[k] = d
-			}
-		}
+		r.TcpExt = kernel.MIBDelta(mib0, mib1)
 	}
 	r.Counts, r.Sightings = counts, sightings
 	r.Episodes, r.Sockets = episodes(sightings, o.Limit)
