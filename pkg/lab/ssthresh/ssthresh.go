@@ -197,16 +197,28 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		}
 		clients = append(clients, c)
 	}
+	// An interrupted run ends its transfers now, not at o.For: closing
+	// the server aborts them (after xfer's grace of a few seconds).
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			srv.Close()
+		case <-finished:
+		}
+	}()
 	for _, c := range clients {
 		res, err := c.Wait()
 		r.Sent += res.Sent
-		if err != nil && len(r.Errors) < 5 {
+		switch {
+		case len(r.Errors) >= 5:
+		case err != nil:
 			r.Errors = append(r.Errors, err.Error())
-		}
-		if res.CC != a.CC && len(r.Errors) < 5 {
+		case res.CC != a.CC:
 			r.Errors = append(r.Errors, fmt.Sprintf("a socket ran %q, not %q", res.CC, a.CC))
 		}
 	}
+	close(finished)
 	// Every socket closed before the counts are read, so that the
 	// kernel's count of recoveries and the watch's cover the same ones.
 	quiet(n.Client, 10*time.Second)

@@ -2,6 +2,7 @@ package ssthresh_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +59,22 @@ func TestRunCountsEveryArm(t *testing.T) {
 		if mptcp == a.TCP {
 			t.Errorf("%s: sightings from MPTCP subflows: %v, want %v", a.Name, mptcp, !a.TCP)
 		}
+	}
+}
+
+// An interrupted run (Ctrl-C in mptcp-lab) ends within seconds, not at
+// the end of its duration, and says it was interrupted.
+func TestRunStopsWhenCancelled(t *testing.T) {
+	testenv.RequireRoot(t)
+	a, _ := ssthresh.ParseArm("reno+tcp")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Second, cancel)
+	start := time.Now()
+	_, err := ssthresh.Run(ctx, ssthresh.Options{Prefix: "ssc" + testenv.Suffix(), Arms: []ssthresh.Arm{a}, For: 5 * time.Minute})
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("a run cancelled after 1 s took %v to return", took)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled run returned %v, want context.Canceled", err)
 	}
 }
