@@ -22,8 +22,8 @@ const ssthreshHelp = `Runs the same lossy load on every arm at once (two 20 Mbit
 each way, 3% loss; 4 MPTCP connections of 2 subflows, or 8 TCP connections
 with +tcp), each watched by a read-only tracing program (pkg/cawatch) that
 reads ssthresh, prior_ssthresh, cwnd and prior_cwnd at every CA state change,
-every proportional-rate-reduction step, every received segment and every
-undo. Prints, per arm, implausible ssthresh values per 10,000 window
+every proportional-rate-reduction step and every received segment (and
+every undo where the kernel allows fentry programs). Prints, per arm, implausible ssthresh values per 10,000 window
 reductions with the 95% interval, and each sighting with the socket state
 and whether the value is the low half of an address near the socket.
 An arm is a congestion control (a built-in one; lia, olia, balia, rsf,
