@@ -12,7 +12,6 @@ package bpfreno
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -66,10 +65,8 @@ func Register(name string) (*Reno, error) {
 func (r *Reno) Close() error {
 	err := r.link.Close()
 	r.coll.Close()
-	for deadline := time.Now().Add(5 * time.Second); kernel.HasCongestionControl(r.Name) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err == nil && kernel.HasCongestionControl(r.Name) {
+	gone := structops.WaitUnregistered(func() bool { return kernel.HasCongestionControl(r.Name) })
+	if err == nil && !gone {
 		err = fmt.Errorf("bpfreno: %s is still registered 5 s after its link closed", r.Name)
 	}
 	return err

@@ -152,11 +152,18 @@ func Unregister(dir string, registered func() bool) error {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
 	_ = os.Remove(filepath.Dir(dir)) // only succeeds once nothing else is registered
-	for deadline := time.Now().Add(5 * time.Second); registered() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if registered() {
+	if !WaitUnregistered(registered) {
 		return fmt.Errorf("%s is still registered after its link was removed: another process holds it", filepath.Base(dir))
 	}
 	return nil
+}
+
+// WaitUnregistered waits up to 5 s for registered to turn false (the
+// kernel frees a struct_ops link a moment after its last reference goes)
+// and says whether it did.
+func WaitUnregistered(registered func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); registered() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return !registered()
 }
