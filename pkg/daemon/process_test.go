@@ -119,10 +119,12 @@ events: {namespaces: [%s]}
 		t.Fatalf("first start did not load:\n%s", d.Logs())
 	}
 
-	const conns, runFor = 100, 15 * time.Second
+	// The transfers run until they have been counted (Stop), however long
+	// the kill and restart take on a loaded machine; runFor only bounds a
+	// test that failed before stopping them.
+	const conns, runFor = 100, 2 * time.Minute
 	srv := testkernel.Serve(t, n)
 	var clients []*xfer.Client
-	started := time.Now()
 	for range conns {
 		clients = append(clients, testkernel.Start(t, n, srv, xfer.Options{CC: name, For: runFor}))
 	}
@@ -147,8 +149,8 @@ events: {namespaces: [%s]}
 		t.Fatalf("after the restart: %+v %v", l, err)
 	}
 	body := servetest.Get(t, url)
-	if since := time.Since(started); since > runFor-time.Second {
-		t.Fatalf("the kill and restart took until %v into %v transfers: nothing left to count", since, runFor)
+	for _, c := range clients {
+		c.Stop()
 	}
 	if want := fmt.Sprintf(`mptcp_cc_algorithm_connections{cc="%s",algo="olia"} %d`, name, conns); !strings.Contains(body, want) {
 		t.Errorf("/metrics after the restart: want %s, have:\n%s", want, servetest.Lines(body, "algorithm_connections"))

@@ -257,6 +257,7 @@ type Client struct {
 	opts  Options
 	start time.Time
 	sent  atomic.Int64
+	stop  atomic.Bool // Stop was called: end the sending phase now
 	done  chan struct{}
 	res   Result
 	err   error
@@ -283,6 +284,16 @@ func (c *Client) Local() netip.AddrPort { return c.local }
 // Sent is how many bytes the client has written so far.
 func (c *Client) Sent() int64 { return c.sent.Load() }
 
+// Stop ends the sending phase early (before Bytes or For), as if its
+// deadline had come: the transfer then half-closes and collects the
+// server's receipt as usual, so Wait still tells whether what was sent
+// arrived intact. For tests that need transfers alive until they have
+// looked at them, however long the looking takes.
+func (c *Client) Stop() {
+	c.stop.Store(true)
+	_ = c.conn.SetWriteDeadline(time.Now())
+}
+
 // Wait blocks until the transfer ends.
 func (c *Client) Wait() (Result, error) {
 	<-c.done
@@ -298,7 +309,7 @@ func (c *Client) run() {
 		_ = c.conn.SetWriteDeadline(deadline)
 	}
 	var off int
-	for {
+	for !c.stop.Load() {
 		chunk := block[off:]
 		if len(chunk) > 128<<10 {
 			chunk = chunk[:128<<10]
@@ -316,7 +327,7 @@ func (c *Client) run() {
 			off = (off + n) % blockLen
 		}
 		if err != nil {
-			if !deadline.IsZero() && errors.Is(err, unix.ETIMEDOUT) || isTimeout(err) {
+			if (!deadline.IsZero() || c.stop.Load()) && errors.Is(err, unix.ETIMEDOUT) || isTimeout(err) {
 				break
 			}
 			c.err = fmt.Errorf("send: %w", err)

@@ -73,3 +73,34 @@ func TestCloseAbortsSilentConnection(t *testing.T) {
 		t.Fatal("the aborted connection's record has no error")
 	}
 }
+
+// Stop ends a timed transfer at once, and what was sent before it is
+// still delivered and checked.
+func TestStopEndsSendingEarly(t *testing.T) {
+	srv, err := Listen("", netip.MustParseAddrPort("127.0.0.1:0"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := Start(Options{Remote: srv.Addr(), For: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); c.Sent() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing sent in 5 s")
+		}
+	}
+	start := time.Now()
+	c.Stop()
+	res, err := c.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Stop took %v to end a 1-minute transfer", took)
+	}
+	if res.Sent == 0 || !res.Intact {
+		t.Fatalf("after Stop: sent %d, delivered %d, intact %v", res.Sent, res.Delivered, res.Intact)
+	}
+}
