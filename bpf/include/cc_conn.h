@@ -103,8 +103,8 @@ static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn
 		struct mpcc_path *p = &c->p[n & (MPCC_MAX_PATHS - 1)];
 		struct inet_connection_sock *sicsk;
 		struct tcp_sock *stp;
-		struct mpcc_priv sca;
 		struct sock *ssk;
+		__u64 mark, gap;
 
 		ssk = mpcc_next_coupled(&w, sk, ops, &end, &sicsk);
 		if (end)
@@ -114,12 +114,15 @@ static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn
 		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		if (!stp->srtt_us || !stp->snd_cwnd)
 			continue;
-		if (bpf_probe_read_kernel(&sca, sizeof(sca), sicsk->icsk_ca_priv))
-			continue;
+		/* The two words of the sibling's mpcc_priv that OLIA needs, read
+		 * as the socket's own fields through the rdonly cast: no helper
+		 * call per sibling on every ACK. */
+		mark = sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_mark)];
+		gap = sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_gap)];
 		p->cwnd = stp->snd_cwnd;
 		p->srtt_us = srtt_us_of(stp->srtt_us);
 		p->min_rtt_us = stp->rtt_min.s[0].v;
-		p->loss_bytes = inter_loss_bytes(stp->bytes_acked, sca.loss_mark, sca.loss_gap);
+		p->loss_bytes = inter_loss_bytes(stp->bytes_acked, mark, gap);
 		n++;
 	}
 	c->n = n;

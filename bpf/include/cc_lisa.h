@@ -50,9 +50,8 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 			break;
 		if (!ssk)
 			continue;
-		/* mpcc_priv.id, the first word: the donor's subflows map key */
-		if (bpf_probe_read_kernel(&sid, sizeof(sid), sicsk->icsk_ca_priv))
-			continue;
+		/* mpcc_priv.id: the donor's subflows map key */
+		sid = sicsk->icsk_ca_priv[MPCC_PRIV_WORD(id)];
 		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		if (sid && stp->snd_cwnd > donor_cwnd) {
 			donor_cwnd = stp->snd_cwnd;

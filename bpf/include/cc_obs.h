@@ -2,9 +2,10 @@
 /*
  * cc_obs.h: what user space sees of a congestion control at work: each
  * subflow's record in the subflows map (who it is, filled once at init; its
- * window and counters, refreshed as init, cong_avoid, ssthresh and set_state
- * end) and, while params.trace is set, every decision with its inputs in the
- * trace ring buffer. Included by cc_skel.h.
+ * window and counters, refreshed as init, ssthresh and set_state end, and
+ * as cong_avoid ends once the record has aged, see mpcc_refresh) and,
+ * while params.trace is set, every decision with its inputs in the trace
+ * ring buffer. Included by cc_skel.h.
  */
 #pragma once
 
@@ -104,6 +105,34 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 ente
 	if (npaths)
 		s->npaths = npaths;
 	s->updated_ns = bpf_ktime_get_ns();
+	ca->shown_us = tp->tcp_mstamp;
+	ca->shown_npaths = s->npaths;
+}
+
+/* How old the record may grow between cong_avoid's refreshes. Readers
+ * sample every 100 ms at the most often (`mptcp-cc top`), so they cannot
+ * tell; refreshing on every ACK cost more than the algorithm itself (the
+ * map lookup, the clock read and the stores: on the goodput bench
+ * cong_avoid took 337 ns a call refreshing every ACK, 135 ns not
+ * refreshing at all). A record at rest may lag the socket by the last
+ * millisecond of its ACKs; a loss or a state change refreshes it at
+ * once (the ssthresh and set_state callbacks). */
+#define MPCC_REFRESH_US 1000
+
+/*
+ * cong_avoid's refresh: MPCC_REFRESH_US after the last one, by the
+ * socket's own clock of this ACK (tcp_mstamp: no helper call), at once
+ * when the coupled path count changed (a subflow joined or left), and on
+ * every ACK under LISA, whose debts (mpcc_lisa_repay) wait for no timer.
+ */
+static __always_inline void mpcc_refresh(struct sock *sk, __u32 npaths)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	const struct mpcc_priv *ca = mpcc_ca(sk);
+
+	if (tp->tcp_mstamp - ca->shown_us >= MPCC_REFRESH_US ||
+	    (npaths && npaths != ca->shown_npaths) || mpcc_params()->lisa)
+		mpcc_update(sk, npaths, MPCC_STATE_NOW);
 }
 
 /* One decision for the differential test: the snapshot it was made from and

@@ -2,9 +2,10 @@
 /*
  * cc_priv.h: the state a coupled congestion control keeps per subflow, in
  * the socket itself (icsk_ca_priv, 104 bytes at most), and the casts that
- * reach it. Its own subflow writes it; siblings read it through the
- * connection walk (cc_conn.h, cc_lisa.h), which is why `id` comes first:
- * LISA reads only that word. Included by the cc_*.h headers.
+ * reach it. Its own subflow writes it; siblings read single words of it
+ * (MPCC_PRIV_WORD) through the connection walk (cc_conn.h, cc_lisa.h),
+ * which is why the fields they read are u64. Included by the cc_*.h
+ * headers.
  */
 #pragma once
 
@@ -19,7 +20,25 @@ struct mpcc_priv {
 	__s64 coupled;     /* last coupled quantity, Q32 */
 	__u32 wmax;        /* largest window this subflow has had, packets */
 	__u32 repairs;     /* implausible windows replaced (cc_guard.h) */
+	/* When the subflows map record was refreshed and the path count it
+	 * shows, so that cong_avoid refreshes it only once it has aged
+	 * (cc_obs.h, mpcc_refresh). */
+	__u64 shown_us;    /* tp->tcp_mstamp at the last refresh, us */
+	__u32 shown_npaths;
 };
+
+/* The index in icsk_ca_priv (an array of u64) of a u64 field of
+ * mpcc_priv, for a sibling's field read through a rdonly cast of its
+ * socket. */
+#define MPCC_PRIV_WORD(field) (__builtin_offsetof(struct mpcc_priv, field) / sizeof(__u64))
+_Static_assert(sizeof(struct mpcc_priv) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
+	       "mpcc_priv must fit in icsk_ca_priv");
+/* The words siblings read must start on a word, or MPCC_PRIV_WORD would
+ * round down to the wrong one. */
+_Static_assert(__builtin_offsetof(struct mpcc_priv, id) % sizeof(__u64) == 0 &&
+		       __builtin_offsetof(struct mpcc_priv, loss_mark) % sizeof(__u64) == 0 &&
+		       __builtin_offsetof(struct mpcc_priv, loss_gap) % sizeof(__u64) == 0,
+	       "fields read through MPCC_PRIV_WORD must be word-aligned");
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {

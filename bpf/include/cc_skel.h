@@ -97,6 +97,8 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	ca->coupled = 0;
 	ca->wmax = tcp_sk(sk)->snd_cwnd;
 	ca->repairs = 0;
+	ca->shown_us = 0;
+	ca->shown_npaths = 0;
 
 	s.id = id;
 	s.algo = MPCC_ALGO;
@@ -186,11 +188,11 @@ void BPF_PROG(mpcc_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		mpcc_trace(sk, MPCC_TRACE_AVOID, acked_in, cwnd_before, acc_before,
 			   tp->snd_ssthresh, &c);
 	mpcc_seen(ca, tp->snd_cwnd);
-	mpcc_update(sk, c.n, MPCC_STATE_NOW);
+	mpcc_refresh(sk, c.n);
 	return;
 out:
 	mpcc_seen(ca, tp->snd_cwnd);
-	mpcc_update(sk, 0, MPCC_STATE_NOW);
+	mpcc_refresh(sk, 0);
 }
 
 SEC("struct_ops")

@@ -26,12 +26,15 @@ import (
 // unshaped veth, maximum goodput and CPU time per gigabyte. Runs alternate
 // between the CCs, round after round, so drift on this noisy machine hits
 // all of them alike; the table reports medians and ratios to Reno.
+//
+// GOODPUT narrows it for a quick comparison, e.g. "cc=lia rounds=3
+// paced=off": the algorithms to load (default all), the rounds (default
+// 5) and whether each also runs paced (default on). Built-in Reno and the
+// BPF path's Reno always run: every ratio is to them.
 func TestBenchGoodput(t *testing.T) {
 	testenv.Bench(t)
-	const (
-		rounds = 5
-		runFor = 5 * time.Second
-	)
+	const runFor = 5 * time.Second
+	rounds, algos, withPaced := parseGoodput(t, os.Getenv("GOODPUT"))
 	root := testkernel.PinRoot(t)
 	n := testkernel.TwoPaths(t, 0)
 	ccs := []string{"reno"}
@@ -48,14 +51,17 @@ func TestBenchGoodput(t *testing.T) {
 	paced := map[string]bool{} // reported, not held to the goal: pacing is the cost measured
 	// Each algorithm as loaded by default and with pacing: what pacing
 	// costs at tens of Gbit/s, where it runs a timer per burst.
-	for _, a := range cc.Algorithms() {
-		name := testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget})
+	for _, a := range algos {
+		name := testkernel.Load(t, root, a, cc.Params{RSFTarget: cc.DefaultRSFTarget})
 		ccs = append(ccs, name)
-		label[name] = a.Name + " (BPF)"
-		name = testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: true})
+		label[name] = a + " (BPF)"
+		if !withPaced {
+			continue
+		}
+		name = testkernel.Load(t, root, a, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: true})
 		ccs = append(ccs, name)
 		paced[name] = true
-		label[name] = a.Name + " paced"
+		label[name] = a + " paced"
 	}
 	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoVerify: true})
 	if err != nil {
@@ -132,6 +138,35 @@ func TestBenchGoodput(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
+}
+
+// parseGoodput reads GOODPUT (see TestBenchGoodput).
+func parseGoodput(t *testing.T, spec string) (rounds int, algos []string, paced bool) {
+	rounds, paced = 5, true
+	for _, a := range cc.Algorithms() {
+		algos = append(algos, a.Name)
+	}
+	for _, field := range strings.Fields(spec) {
+		k, v, _ := strings.Cut(field, "=")
+		switch k {
+		case "cc":
+			algos = strings.Split(v, ",")
+		case "rounds":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				t.Fatalf("GOODPUT rounds %q: want a positive number", v)
+			}
+			rounds = n
+		case "paced":
+			if v != "on" && v != "off" {
+				t.Fatalf("GOODPUT paced %q: want on or off", v)
+			}
+			paced = v == "on"
+		default:
+			t.Fatalf("GOODPUT: unknown key %q (cc, rounds, paced)", k)
+		}
+	}
+	return rounds, algos, paced
 }
 
 // runTime is the kernel's run-time accounting of one program.
