@@ -61,13 +61,25 @@ func (Reno) Ssthresh(c Conn) Out { return Out{Ssthresh: renoSsthresh(c)} }
 // simMSS is the payload of one packet, for OLIA's byte counts.
 const simMSS = 1448
 
+// lossDistance is OLIA's l_r as mpcc_priv keeps it (loss_mark, loss_gap;
+// inter_loss_bytes in bpf/include/cc_conn.h), for the simulators.
+type lossDistance struct {
+	acked uint64 // bytes acked so far
+	mark  uint64 // acked at the last loss
+	gap   uint64 // bytes between the last two losses
+}
+
+// loss closes the current interval.
+func (d *lossDistance) loss() { d.gap, d.mark = d.acked-d.mark, d.acked }
+
+// bytes is l_r: the larger of the last closed interval and the open one.
+func (d lossDistance) bytes() uint64 { return max(d.gap, d.acked-d.mark) }
+
 type simFlow struct {
 	st      Subflow
 	next    time.Duration // when the current round ends
-	acked   uint64        // bytes acked so far
-	mark    uint64        // acked at the last loss
-	gap     uint64        // bytes between the last two losses
-	cwndSum float64       // sum of cwnd * round duration, for the mean
+	olia    lossDistance
+	cwndSum float64 // sum of cwnd * round duration, for the mean
 	deliv   uint64
 	losses  int
 }
@@ -92,7 +104,7 @@ func Simulate(algo Algorithm, paths []SimPath, target, dur time.Duration, seed u
 				Cwnd:      f.st.Cwnd,
 				SRTTUs:    uint32(rtt(j).Microseconds()),
 				MinRTTUs:  uint32(paths[j].RTT.Microseconds()),
-				LossBytes: max(f.gap, f.acked-f.mark),
+				LossBytes: f.olia.bytes(),
 			})
 		}
 		return c
@@ -122,7 +134,7 @@ func Simulate(algo Algorithm, paths []SimPath, target, dur time.Duration, seed u
 		}
 		for k := uint32(0); k < ok; k++ {
 			f.st, _, _ = AvoidStep(algo, f.st, 1, snapshot(i))
-			f.acked += simMSS
+			f.olia.acked += simMSS
 		}
 		delivered := uint64(ok)
 		if ok < sent {
@@ -134,7 +146,7 @@ func Simulate(algo Algorithm, paths []SimPath, target, dur time.Duration, seed u
 					delivered++
 				}
 			}
-			f.gap, f.mark = f.acked-f.mark, f.acked
+			f.olia.loss()
 			f.st.Ssthresh = algo.Ssthresh(snapshot(i)).Ssthresh
 			f.st.Cwnd = f.st.Ssthresh
 			if now >= settle {
