@@ -33,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-kernel-vm
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -173,13 +173,20 @@ deb: generate gen-docs
 #                    load for REPRO_SSTHRESH_FOR, watched read-only
 #                    (REPRO_SSTHRESH_ARMS; default our four, bpfreno, reno,
 #                    cubic, cubic+tcp).
-# repro-kernel runs both.
+#   repro-subflow-loss  two subflows of one MPTCP connection against two
+#                    TCP flows and two one-subflow MPTCP connections, all
+#                    the kernel's Reno, each against one TCP flow at one
+#                    drop-tail queue (REPRO_FAIRNESS: the fairness bench's
+#                    FAIRNESS cells).
+# repro-kernel runs all three.
 REPRO_CONNS ?= 10000
 REPRO_ARMS  ?=
 REPRO_SSTHRESH_FOR  ?= 20m
 REPRO_SSTHRESH_ARMS ?=
 
-repro-kernel: repro-integrity repro-ssthresh
+REPRO_FAIRNESS ?= rtt=1,40 queue=100p subflows=2 cc=tcp,mptcp1,reno runs=5
+
+repro-kernel: repro-integrity repro-ssthresh repro-subflow-loss
 
 repro-integrity: build
 	mkdir -p $(REPRO_OUT)
@@ -188,6 +195,10 @@ repro-integrity: build
 repro-ssthresh: build
 	mkdir -p $(REPRO_OUT)
 	flock $(REPRO_LOCK) bin/mptcp-lab ssthresh --for $(REPRO_SSTHRESH_FOR) --json $(REPRO_OUT)/ssthresh.json $(REPRO_SSTHRESH_ARMS)
+
+repro-subflow-loss: deps generate
+	MPTCP_CC_BENCH=1 FAIRNESS='$(REPRO_FAIRNESS)' flock $(REPRO_LOCK) \
+		$(GO) test -count=1 -timeout 0 -run '^TestBenchFairness$$' -v ./pkg/cc/
 
 # The same in the shared test kernel's VM (QEMU without KVM: slow, so fewer
 # connections): cubic, our LIA, cubic with DSS checksums; the report goes to

@@ -23,9 +23,10 @@ each way, 3% loss; 4 MPTCP connections of 2 subflows, or 8 TCP connections
 with +tcp), each watched by a read-only tracing program (pkg/cawatch) that
 reads ssthresh, prior_ssthresh, cwnd and prior_cwnd at every CA state change,
 every proportional-rate-reduction step and every received segment (and
-every undo where the kernel allows fentry programs). Prints, per arm, implausible ssthresh values per 10,000 window
-reductions with the 95% interval, and each sighting with the socket state
-and whether the value is the low half of an address near the socket.
+every undo where the kernel allows fentry programs). Prints, per arm,
+implausible ssthresh values per 10,000 window reductions with the 95%
+interval, and each sighting with the socket state and whether the value
+is the low half of an address near the socket.
 An arm is a congestion control (a built-in one; lia, olia, balia, rsf,
 loaded for the run; or bpfreno, the kernel's Reno through BPF struct_ops),
 with +tcp for plain TCP instead of MPTCP. docs/kernel-faults.md, section 2,

@@ -53,7 +53,7 @@ func TestBenchFairnessBursts(t *testing.T) {
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, algo := range append([]string{"1sf"}, m.ccs...) {
 			for r := 1; r <= m.runs; r++ {
-				res := captureRun(t, n, c.queueBytes, algo, names, m.refs[0])
+				res := captureRun(t, n, c.subflows, c.queueBytes, algo, names, m.refs[0])
 				row := fmt.Sprintf("| %g ms | %s | %d | %s | %d | %.2f ", c.rttMs, c.queue.name, c.subflows, algo, r, res.ratio)
 				fmt.Fprintf(&runs, "%s| MPTCP %s\n%s| TCP %s\n", row, res.mp, row, res.tcp)
 				e := res.events
@@ -129,11 +129,12 @@ type captureResult struct {
 }
 
 // captureRun runs one fairness contest with the client's packets captured.
-func captureRun(t *testing.T, n *topo.Net, queueBytes uint32, c string, names map[string]string, ref string) captureResult {
-	mp := flow{path: 0, mptcp: true, cc: names[c]}
-	if c == "1sf" {
-		mp.cc = "reno"
+func captureRun(t *testing.T, n *topo.Net, nsub int, queueBytes uint32, c string, names map[string]string, ref string) captureResult {
+	if ctl, ok := controls[c]; ok && !ctl.mptcp {
+		t.Fatalf("FAIRNESS cc=%s: the capture tells the senders apart by MPTCP, and this arm has none", c)
 	}
+	flows, single := arm(c, nsub, names)
+	flows = append(flows, flow{path: 0, cc: ref})
 	log := newFlowLog(false)
 	acks := newFlowLog(true)
 	var capt, scapt *blocking.Capture
@@ -173,11 +174,11 @@ func captureRun(t *testing.T, n *topo.Net, queueBytes uint32, c string, names ma
 			t.Logf("the capture dropped %d of %d packets", st.Drops, st.Packets+st.Drops)
 		}
 	}
-	restore := singleSubflow(t, n, c == "1sf")
+	restore := singleSubflow(t, n, single)
 	m := &meter{t: t}
-	mbps := m.run(n, []flow{mp, {path: 0, cc: ref}}, 8*time.Second, 15*time.Second, snap)
+	mbps := m.run(n, flows, 8*time.Second, 15*time.Second, snap)
 	restore()
-	r := captureResult{ratio: mbps[0] / mbps[1], linkDrops: linkDrops}
+	r := captureResult{ratio: share(mbps), linkDrops: linkDrops}
 	r.mp, r.tcp, r.events = log.stats()
 	r.mpLag, r.tcpLag = log.lags()
 	r.mpAck, r.tcpAck = acks.delays()

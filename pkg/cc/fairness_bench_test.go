@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
@@ -29,40 +32,131 @@ import (
 // FAIRNESS selects the cells: "quick" (default: 1 and 40 ms, one BDP and
 // a 100-packet queue, 2 subflows, Reno reference, 2 runs), or a list such
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
-// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600"
+// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600 wmem=BYTES rmem=BYTES"
 // (ALGO:paced: loaded with cc.Params.Pacing; overhead in microseconds).
+// cc=tcp is the control without MPTCP: one plain TCP Reno flow per client
+// path (as many as the cell has subflows), their sum against the
+// reference; uncoupled flows that lose per packet take about that many
+// shares, so it says what the queue does to flows that are not subflows.
+// cc=mptcp1 is the control between the two: one MPTCP connection of a
+// single Reno subflow per client path (as many as the cell has subflows),
+// so MPTCP's framing without one connection's subflows sharing a socket.
 // Each cell also reports, per MPTCP subflow, how
 // much of the time tcp_info says it was limited by the receive window or
 // the send buffer (the kernel's chrono counters): the candidates for a
 // connection that cannot fill its windows; and the packets retransmitted
 // per 1000 sent, by the MPTCP subflows and by the TCP flow: at one shared
-// drop-tail queue the two should lose alike.
+// drop-tail queue the two should lose alike. Next to each measured mean,
+// "model" is the same case in the model's packet-level simulator
+// (predict): what the algorithms would take if a subflow were just a flow.
 func TestBenchFairness(t *testing.T) {
 	testenv.Bench(t)
 	m := parseMatrix(t, os.Getenv("FAIRNESS"))
 	names := m.load(t)
 	var out strings.Builder
-	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var chart fairChart
+	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | model | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, ref := range m.refs {
 			// The one-subflow connection: MPTCP's own ceiling here.
 			for _, algo := range append([]string{"1sf"}, m.ccs...) {
-				ratios, lim := fairnessCell(t, n, algo, names, ref, m.runs)
-				fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %.0f / %.0f | %.2f / %.2f |\n",
-					c.rttMs, c.queue.name, c.queueBytes, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-					pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
-				t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %.0f/%.0f, retransmitted per 1000 %.2f/%.2f)",
+				ratios, lim := fairnessCell(t, n, c.subflows, algo, names, ref, m.runs)
+				pred := predict(algo, ref, c)
+				modelCol := num(pred, 2)
+				if strings.HasSuffix(algo, ":paced") && modelCol != "-" {
+					modelCol = "(" + modelCol + ")" // the model does not pace
+				}
+				chart.add(fmt.Sprintf("%g ms, %s, %d sf, vs %s", c.rttMs, c.queue.name, c.subflows, ref), algo, ratios, pred)
+				fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n",
+					c.rttMs, c.queue.name, c.queueBytes, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), modelCol, pct(lim.rwnd), pct(lim.sndbuf),
+					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2))
+				t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %s/%s, retransmitted per 1000 %s/%s)",
 					c.rttMs, c.queue.name, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-					pct(lim.cwndFull), pct(lim.queue), lim.mpCwnd, lim.tcpCwnd, lim.mpRetrans, lim.tcpRetrans)
+					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2))
 			}
 		}
 	})
 	t.Logf("\n%s", out.String())
+	// FAIRNESS_OUT=FILE.md: the table there, and the chart in FILE.svg.
 	if f := os.Getenv("FAIRNESS_OUT"); f != "" {
 		if err := os.WriteFile(f, []byte(out.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(strings.TrimSuffix(f, ".md")+".svg", chart.svg(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+// fairChart gathers the matrix for one chart: a group of bars per cell,
+// one bar per arm (the mean, with half the runs' range as its error bar),
+// the model's figure as each bar's marker.
+type fairChart struct {
+	cats   []string
+	series []*report.BarSeries
+}
+
+func (fc *fairChart) add(cat, arm string, ratios []float64, pred float64) {
+	if len(fc.cats) == 0 || fc.cats[len(fc.cats)-1] != cat {
+		fc.cats = append(fc.cats, cat)
+	}
+	var bs *report.BarSeries
+	for _, s := range fc.series {
+		if s.Name == arm {
+			bs = s
+		}
+	}
+	if bs == nil {
+		bs = &report.BarSeries{Name: arm}
+		fc.series = append(fc.series, bs)
+	}
+	for len(bs.Values) < len(fc.cats)-1 {
+		bs.Values, bs.Err, bs.Ref = append(bs.Values, math.NaN()), append(bs.Err, math.NaN()), append(bs.Ref, math.NaN())
+	}
+	lo, hi := slices.Min(ratios), slices.Max(ratios)
+	bs.Values, bs.Err, bs.Ref = append(bs.Values, mean(ratios)), append(bs.Err, (hi-lo)/2), append(bs.Ref, pred)
+}
+
+func (fc *fairChart) svg() []byte {
+	bc := report.BarChart{
+		Title:      "MPTCP connection over one TCP flow at a shared drop-tail queue",
+		YLabel:     "throughput / TCP flow's",
+		Categories: fc.cats,
+		RefName:    "model (SimulateQueue)",
+	}
+	for _, s := range fc.series {
+		bc.Series = append(bc.Series, *s)
+	}
+	return bc.SVG()
+}
+
+// predict is the model's figure for an arm of a cell: the same case run by
+// pkg/model's drop-tail queue simulator (model.ShareAgainstReno, mean of 4
+// seeds), where a subflow is exactly a flow and nothing of MPTCP's own
+// machinery is modelled. "1sf" is one Reno flow, "reno", "tcp" and
+// "mptcp1" are n uncoupled Reno ones; pacing is not modelled (a paced arm
+// gets its algorithm's figure, shown in parentheses); against CUBIC there
+// is no model (NaN).
+func predict(armName, ref string, c cell) float64 {
+	if ref != "reno" {
+		return math.NaN()
+	}
+	name, _ := strings.CutSuffix(armName, ":paced")
+	var algo model.Algorithm = model.Reno{}
+	n := c.subflows
+	if ctl, ok := controls[name]; ok {
+		if ctl.single && !ctl.perPath {
+			n = 1
+		}
+	} else {
+		a, err := model.ForName(name)
+		if err != nil {
+			return math.NaN()
+		}
+		algo = a
+	}
+	r := model.ShareAgainstReno(algo, n, fairRate, time.Duration(c.rttMs*float64(time.Millisecond)), int(c.queueBytes)/1500, cc.DefaultRSFTarget, 4)
+	return mean(r)
 }
 
 // limits says why the MPTCP subflows did not send more: tcp_info's chrono
@@ -78,16 +172,55 @@ type limits struct {
 	mpRetrans, tcpRetrans float64
 }
 
-// fairnessCell runs one case several times. c is "1sf" (MPTCP with a
-// single Reno subflow), "reno" (uncoupled Reno on every subflow) or an
-// algorithm.
-func fairnessCell(t *testing.T, n *topo.Net, c string, names map[string]string, ref string, runs int) ([]float64, limits) {
-	mp := flow{path: 0, mptcp: true, cc: names[c]}
-	if c == "1sf" {
-		// MPTCP with its first subflow only (the client's subflow limit
-		// at 0), running Reno.
-		mp.cc = "reno"
+// control is an arm of the contest that runs the kernel's Reno on every
+// socket instead of a loaded algorithm: the one-subflow connection ("1sf"),
+// uncoupled subflows ("reno") and the controls without coupling ("tcp",
+// "mptcp1"). Every place that tells arms apart reads this table.
+type control struct {
+	perPath bool // one flow per client path, else one connection from the first
+	mptcp   bool // MPTCP flows, else plain TCP
+	single  bool // one subflow per MPTCP connection (the client's subflow limit at 0)
+}
+
+var controls = map[string]control{
+	"1sf":    {mptcp: true, single: true},
+	"reno":   {mptcp: true},
+	"tcp":    {perPath: true},
+	"mptcp1": {perPath: true, mptcp: true, single: true},
+}
+
+// arm returns an arm's flows for a cell of nsub subflows (the reference
+// flow goes after them) and whether its MPTCP connections keep a single
+// subflow. An arm not in controls is an algorithm loaded as names[arm],
+// on one MPTCP connection.
+func arm(name string, nsub int, names map[string]string) (flows []flow, single bool) {
+	ctl, ok := controls[name]
+	if !ok {
+		return []flow{{path: 0, mptcp: true, cc: names[name]}}, false
 	}
+	if !ctl.perPath {
+		return []flow{{path: 0, mptcp: ctl.mptcp, cc: "reno"}}, ctl.single
+	}
+	for p := range nsub {
+		flows = append(flows, flow{path: p, mptcp: ctl.mptcp, cc: "reno"})
+	}
+	return flows, ctl.single
+}
+
+// share is what an arm's flows delivered together over what the
+// reference, the last flow, delivered.
+func share(mbps []float64) float64 {
+	var own float64
+	for _, v := range mbps[:len(mbps)-1] {
+		own += v
+	}
+	return own / mbps[len(mbps)-1]
+}
+
+// fairnessCell runs one arm (see arm) several times against ref.
+func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[string]string, ref string, runs int) ([]float64, limits) {
+	flows, single := arm(c, nsub, names)
+	flows = append(flows, flow{path: 0, cc: ref})
 	var ratios []float64
 	var lim limits
 	for i := 0; i < runs; i++ {
@@ -106,11 +239,11 @@ func fairnessCell(t *testing.T, n *topo.Net, c string, names map[string]string, 
 				smp = sampleTCP(n.Client, 50*time.Millisecond)
 			}
 		}
-		restore := singleSubflow(t, n, c == "1sf")
+		restore := singleSubflow(t, n, single)
 		m := &meter{t: t}
-		mbps := m.run(n, []flow{mp, {path: 0, cc: ref}}, 8*time.Second, 15*time.Second, snap)
+		mbps := m.run(n, flows, 8*time.Second, 15*time.Second, snap)
 		restore()
-		ratios = append(ratios, mbps[0]/mbps[1])
+		ratios = append(ratios, share(mbps))
 		l := chronoLimits(before, after)
 		f := float64(runs)
 		lim.rwnd += l.rwnd / f
@@ -121,6 +254,12 @@ func fairnessCell(t *testing.T, n *topo.Net, c string, names map[string]string, 
 		lim.queue += smp.queued() / f
 		lim.mpCwnd += smp.mpCwnd() / f
 		lim.tcpCwnd += smp.tcpCwnd() / f
+	}
+	if ctl, ok := controls[c]; ok && !ctl.mptcp {
+		// No subflows, and the sockets' counters cannot tell the arm's
+		// flows from the reference: nothing to say per side.
+		nan := math.NaN()
+		lim = limits{nan, nan, nan, nan, nan, nan, nan, nan}
 	}
 	return ratios, lim
 }
@@ -201,6 +340,11 @@ type matrix struct {
 	// overhead: a random delay before the bottleneck's queue
 	// ("overhead=US", microseconds; linkem.DirectionConfig.Overhead)
 	overhead time.Duration
+	// wmem, rmem: when set ("wmem=BYTES", "rmem=BYTES"), the initial and
+	// largest send buffer of the client's sockets and receive buffer of
+	// the server's (net.ipv4.tcp_wmem/tcp_rmem in their namespaces), so
+	// that neither end's buffer can be what limits a connection.
+	wmem, rmem int
 }
 
 func parseMatrix(t *testing.T, spec string) matrix {
@@ -273,13 +417,23 @@ func parseMatrix(t *testing.T, spec string) matrix {
 				t.Fatalf("FAIRNESS overhead %q: want microseconds", v)
 			}
 			m.overhead = time.Duration(us) * time.Microsecond
+		case "wmem", "rmem":
+			b, err := strconv.Atoi(v)
+			if err != nil || b < 4096 {
+				t.Fatalf("FAIRNESS %s %q: want bytes, at least 4096", k, v)
+			}
+			if k == "wmem" {
+				m.wmem = b
+			} else {
+				m.rmem = b
+			}
 		case "offload":
 			if v != "on" && v != "off" {
 				t.Fatalf("FAIRNESS offload %q: want on or off", v)
 			}
 			m.noOffload = v == "off"
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, offload, overhead)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, offload, overhead, wmem, rmem)", k)
 		}
 	}
 	return m
@@ -305,24 +459,42 @@ func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
 			c := cell{rttMs: rttMs, queue: q, queueBytes: q.bytes(fairRate, 2*oneWay)}
 			for _, nsub := range m.subflows {
 				c.subflows = nsub
-				f(c, testkernel.Net(t, topo.Config{
+				n := testkernel.Net(t, topo.Config{
 					Paths:       make([]int, nsub),
 					Bottlenecks: []topo.Shaping{{RateBits: fairRate, Delay: oneWay, QueueBytes: c.queueBytes, Overhead: m.overhead, Seed: 1}},
 					Subflows:    true,
 					NoOffload:   m.noOffload,
-				}))
+				})
+				m.setBuffers(t, n)
+				f(c, n)
 			}
 		}
 	}
 }
 
+// setBuffers applies wmem and rmem to the network's client and server.
+func (m matrix) setBuffers(t *testing.T, n *topo.Net) {
+	for _, b := range []struct {
+		ns, key string
+		bytes   int
+	}{{n.Client, "net.ipv4.tcp_wmem", m.wmem}, {n.Server, "net.ipv4.tcp_rmem", m.rmem}} {
+		if b.bytes == 0 {
+			continue
+		}
+		v := fmt.Sprintf("%s=4096 %d %d", b.key, b.bytes, b.bytes)
+		if err := netns.Exec(b.ns, "sysctl", "-q", "-w", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // load loads the matrix's algorithms (ALGO:paced with pacing on) and
-// returns the registered name of each; "reno" is the kernel's.
+// returns the registered name of each (the controls load nothing).
 func (m matrix) load(t *testing.T) map[string]string {
 	root := testkernel.PinRoot(t)
-	names := map[string]string{"reno": "reno"}
+	names := map[string]string{}
 	for _, a := range m.ccs {
-		if a != "reno" {
+		if _, ok := controls[a]; !ok {
 			algo, paced := strings.CutSuffix(a, ":paced")
 			names[a] = testkernel.Load(t, root, algo, cc.Params{RSFTarget: cc.DefaultRSFTarget, Pacing: paced})
 		}
@@ -351,6 +523,14 @@ func pct(f float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*f)
+}
+
+// num formats v with prec decimals, "-" for NaN (nothing to say).
+func num(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
 // tcpSampler dumps the client's sockets at an interval.
