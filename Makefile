@@ -176,15 +176,16 @@ deb: generate gen-docs
 #   repro-subflow-loss  two subflows of one MPTCP connection against two
 #                    TCP flows and two one-subflow MPTCP connections, all
 #                    the kernel's Reno, each against one TCP flow at one
-#                    drop-tail queue (REPRO_FAIRNESS: the fairness bench's
-#                    FAIRNESS cells).
+#                    drop-tail queue, with the server's delayed ACKs and
+#                    without (REPRO_FAIRNESS: the fairness bench's FAIRNESS
+#                    cells).
 # repro-kernel runs all three.
 REPRO_CONNS ?= 10000
 REPRO_ARMS  ?=
 REPRO_SSTHRESH_FOR  ?= 20m
 REPRO_SSTHRESH_ARMS ?=
 
-REPRO_FAIRNESS ?= rtt=1,40 queue=100p subflows=2 cc=tcp,mptcp1,reno runs=5
+REPRO_FAIRNESS ?= rtt=1,40 queue=100p subflows=2 cc=tcp,mptcp1,reno runs=5 quickack=off,on
 
 repro-kernel: repro-integrity repro-ssthresh repro-subflow-loss
 
@@ -201,10 +202,14 @@ repro-subflow-loss: deps generate
 		$(GO) test -count=1 -timeout 0 -run '^TestBenchFairness$$' -v ./pkg/cc/
 
 # The same in the shared test kernel's VM (QEMU without KVM: slow, so fewer
-# connections): cubic, our LIA, cubic with DSS checksums; the report goes to
-# lab-results/integrity-vm.
+# connections and a slower bottleneck): wrong bytes with cubic, our LIA,
+# cubic with DSS checksums (the report goes to lab-results/integrity-vm);
+# the subflows' loss at 5 Mbit/s (REPRO_FAIRNESS_VM; lab-results/fairness-vm).
 REPRO_VM_CONNS ?= 2000
+REPRO_FAIRNESS_VM ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno runs=3 rate=5 quickack=off,on
 
 repro-kernel-vm: deps generate
 	MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) flock $(REPRO_LOCK) \
 		$(GO) test -count=1 -timeout 0 -run '^TestIntegrityInVM$$' -v ./pkg/lab/integrity/
+	MPTCP_CC_BENCH=1 FAIRNESS_VM='$(REPRO_FAIRNESS_VM)' flock $(REPRO_LOCK) \
+		$(GO) test -count=1 -timeout 0 -run '^TestBenchFairnessInVM$$' -v ./pkg/cc/

@@ -49,19 +49,20 @@ func TestBenchFairnessBursts(t *testing.T) {
 	names := m.load(t)
 	var runs, events strings.Builder
 	fmt.Fprintf(&runs, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | sender | segments | in runs of 1 / 2-3 / 4-7 / 8-15 / 16+ | longest run | lost per 1000, all | in runs of 1-3 / 4-7 / 8+ |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck | server's ACK delay p50 / p90, TCP | MPTCP | ACKs after more than 1 ms, TCP / MPTCP | at the bottleneck: MPTCP's share of data packets offered / dropped | MPTCP's share of the queue, at arrivals / at drops | drops after the other sender took the room, TCP / MPTCP | MPTCP's share of packets taking the last room | TCP: arrivals following its own within 100 us (dropped per 1000, first / following) | MPTCP: the same | packets under 1400 bytes, TCP / MPTCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&events, "| base RTT | queue | subflows | cc | run | MPTCP/TCP | events | TCP flow lost only | MPTCP lost only | both | two subflows lost | lost per event TCP / MPTCP | ACK to next segment p90, TCP / MPTCP | ACKs answered after 100 us, TCP / MPTCP | sends no ACK released, TCP / MPTCP | segments lost (capture) / dropped by the bottleneck | server's ACK delay p50 / p90 / p99 / mean, TCP | MPTCP | ACKs after more than 1 ms, TCP / MPTCP | at the bottleneck: MPTCP's share of data packets offered / dropped | MPTCP's share of the queue, at arrivals / at drops | drops after the other sender took the room, TCP / MPTCP | MPTCP's share of packets taking the last room | TCP: arrivals following its own within 100 us (dropped per 1000, first / following) | MPTCP: the same | packets under 1400 bytes, TCP / MPTCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, algo := range append([]string{"1sf"}, m.ccs...) {
 			for r := 1; r <= m.runs; r++ {
 				res := captureRun(t, n, c.subflows, c.queueBytes, algo, names, m.refs[0])
-				row := fmt.Sprintf("| %g ms | %s | %d | %s | %d | %.2f ", c.rttMs, c.queue.name, c.subflows, algo, r, res.ratio)
+				row := fmt.Sprintf("| %s | %s | %d | %s | %d | %.2f ", c.name(), c.queue.name, c.subflows, algo, r, res.ratio)
 				fmt.Fprintf(&runs, "%s| MPTCP %s\n%s| TCP %s\n", row, res.mp, row, res.tcp)
 				e := res.events
-				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d | %v / %v | %v / %v | %.1f%% / %.1f%% | %s |\n", row,
+				fmt.Fprintf(&events, "%s| %d | %d | %d | %d | %d | %.1f / %.1f | %v / %v | %.0f%% / %.0f%% | %.1f%% / %.1f%% | %d / %d | %v / %v / %v / %v | %v / %v / %v / %v | %.1f%% / %.1f%% | %s |\n", row,
 					e.events, e.tcpOnly, e.mpOnly, e.both, e.mpTwo, e.perEvent(false), e.perEvent(true),
 					res.tcpLag.p90.Round(time.Microsecond), res.mpLag.p90.Round(time.Microsecond), 100*res.tcpLag.over100us, 100*res.mpLag.over100us,
 					100*res.tcpLag.unclocked, 100*res.mpLag.unclocked, e.tcpLost+e.mpLost, res.linkDrops,
-					res.tcpAck.p50.Round(time.Microsecond), res.tcpAck.p90.Round(time.Microsecond), res.mpAck.p50.Round(time.Microsecond), res.mpAck.p90.Round(time.Microsecond),
+					res.tcpAck.p50.Round(time.Microsecond), res.tcpAck.p90.Round(time.Microsecond), res.tcpAck.p99.Round(time.Microsecond), res.tcpAck.mean.Round(time.Microsecond),
+					res.mpAck.p50.Round(time.Microsecond), res.mpAck.p90.Round(time.Microsecond), res.mpAck.p99.Round(time.Microsecond), res.mpAck.mean.Round(time.Microsecond),
 					100*res.tcpAck.over1ms, 100*res.mpAck.over1ms, res.queue)
 			}
 		}
@@ -96,9 +97,9 @@ func (l *flowLog) delays() (mp, tcp ackDelays) {
 }
 
 type ackDelays struct {
-	n        int
-	p50, p90 time.Duration
-	over1ms  float64 // share of ACKs sent more than 1 ms after the data: a timer, not the arrival, sent them
+	n                   int
+	p50, p90, p99, mean time.Duration
+	over1ms             float64 // share of ACKs sent more than 1 ms after the data: a timer, not the arrival, sent them
 }
 
 func newAckDelays(d []time.Duration) ackDelays {
@@ -107,12 +108,14 @@ func newAckDelays(d []time.Duration) ackDelays {
 	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	slow := 0
+	var sum time.Duration
 	for _, x := range d {
+		sum += x
 		if x > time.Millisecond {
 			slow++
 		}
 	}
-	return ackDelays{len(d), d[len(d)/2], d[(len(d)-1)*9/10], float64(slow) / float64(len(d))}
+	return ackDelays{len(d), d[len(d)/2], d[(len(d)-1)*9/10], d[(len(d)-1)*99/100], sum / time.Duration(len(d)), float64(slow) / float64(len(d))}
 }
 
 type captureResult struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
@@ -23,7 +24,8 @@ import (
 )
 
 // The fairness matrix (make bench; docs/results/fairness.md): one MPTCP
-// connection against one TCP flow on one shared 20 Mbit/s bottleneck, the
+// connection against one TCP flow on one shared bottleneck (20 Mbit/s
+// unless rate= says otherwise), the
 // MPTCP/TCP throughput ratio for every coupled CC and uncoupled Reno, and
 // for the same connection with one subflow (what MPTCP can take at all).
 // RFC 6356's two goals ask for about 1: no more than one TCP flow (do no
@@ -32,8 +34,11 @@ import (
 // FAIRNESS selects the cells: "quick" (default: 1 and 40 ms, one BDP and
 // a 100-packet queue, 2 subflows, Reno reference, 2 runs), or a list such
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
-// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600 wmem=BYTES rmem=BYTES"
-// (ALGO:paced: loaded with cc.Params.Pacing; overhead in microseconds).
+// runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600
+// wmem=BYTES rmem=BYTES rate=20 quickack=off,on" (ALGO:paced: loaded with
+// cc.Params.Pacing; overhead in microseconds; rate in Mbit/s; quickack:
+// the server's delayed ACKs as they are, and/or turned off, see
+// setQuickAck).
 // cc=tcp is the control without MPTCP: one plain TCP Reno flow per client
 // path (as many as the cell has subflows), their sum against the
 // reference; uncoupled flows that lose per packet take about that many
@@ -46,7 +51,11 @@ import (
 // the send buffer (the kernel's chrono counters): the candidates for a
 // connection that cannot fill its windows; and the packets retransmitted
 // per 1000 sent, by the MPTCP subflows and by the TCP flow: at one shared
-// drop-tail queue the two should lose alike. Next to each measured mean,
+// drop-tail queue the two should lose alike. Then, per kind of sender
+// (subflows, TCP flow): the mean srtt, how fast the windows grow and how
+// often they are cut per round trip (tcpSampler), and the MPTCP level's
+// own retransmissions and the server's duplicates (MIB MPTCPRetrans,
+// DuplicateData). Next to each measured mean,
 // "model" is the same case in the model's packet-level simulator
 // (predict): what the algorithms would take if a subflow were just a flow.
 func TestBenchFairness(t *testing.T) {
@@ -55,7 +64,8 @@ func TestBenchFairness(t *testing.T) {
 	names := m.load(t)
 	var out strings.Builder
 	var chart fairChart
-	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | model | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&out, "Bottleneck %g Mbit/s, kernel %s.\n\n", m.rate/1e6, kernelRelease(t))
+	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | model | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP | MPTCP-level retransmitted / duplicate per 1000 | cwnd growth per RTT, per flow MPTCP / TCP | cwnd cuts per 100 RTT, per flow MPTCP / TCP | srtt ms MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, ref := range m.refs {
 			// The one-subflow connection: MPTCP's own ceiling here.
@@ -66,13 +76,15 @@ func TestBenchFairness(t *testing.T) {
 				if strings.HasSuffix(algo, ":paced") && modelCol != "-" {
 					modelCol = "(" + modelCol + ")" // the model does not pace
 				}
-				chart.add(fmt.Sprintf("%g ms, %s, %d sf, vs %s", c.rttMs, c.queue.name, c.subflows, ref), algo, ratios, pred)
-				fmt.Fprintf(&out, "| %g ms | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %s | %s / %s | %s / %s |\n",
-					c.rttMs, c.queue.name, c.queueBytes, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), modelCol, pct(lim.rwnd), pct(lim.sndbuf),
-					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2))
-				t.Logf("rtt %g ms queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %s/%s, retransmitted per 1000 %s/%s)",
-					c.rttMs, c.queue.name, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
-					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2))
+				chart.add(fmt.Sprintf("%s, %s, %d sf, vs %s", c.name(), c.queue.name, c.subflows, ref), algo, ratios, pred)
+				fmt.Fprintf(&out, "| %s | %s (%d B) | %d | %s | %s | %s | **%.2f** | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n",
+					c.name(), c.queue.name, c.queueBytes, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), modelCol, pct(lim.rwnd), pct(lim.sndbuf),
+					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2),
+					num(lim.reinjected, 2), num(lim.duplicate, 2), num(lim.mpGrowth, 2), num(lim.tcpGrowth, 2), num(lim.mpCuts, 2), num(lim.tcpCuts, 2), num(lim.mpSRTT, 1), num(lim.tcpSRTT, 1))
+				t.Logf("rtt %s queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %s/%s, retransmitted per 1000 %s/%s, MPTCP-level retransmitted/duplicate per 1000 %s/%s, growth per RTT %s/%s, cuts per 100 RTT %s/%s, srtt ms %s/%s)",
+					c.name(), c.queue.name, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
+					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2),
+					num(lim.reinjected, 2), num(lim.duplicate, 2), num(lim.mpGrowth, 2), num(lim.tcpGrowth, 2), num(lim.mpCuts, 2), num(lim.tcpCuts, 2), num(lim.mpSRTT, 1), num(lim.tcpSRTT, 1))
 			}
 		}
 	})
@@ -86,6 +98,16 @@ func TestBenchFairness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// kernelRelease is uname -r: the tables of a VM's run and the host's are
+// told apart by it.
+func kernelRelease(t *testing.T) string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }
 
 // fairChart gathers the matrix for one chart: a group of bars per cell,
@@ -155,7 +177,7 @@ func predict(armName, ref string, c cell) float64 {
 		}
 		algo = a
 	}
-	r := model.ShareAgainstReno(algo, n, fairRate, time.Duration(c.rttMs*float64(time.Millisecond)), int(c.queueBytes)/1500, cc.DefaultRSFTarget, 4)
+	r := model.ShareAgainstReno(algo, n, c.rate, time.Duration(c.rttMs*float64(time.Millisecond)), int(c.queueBytes)/1500, cc.DefaultRSFTarget, 4)
 	return mean(r)
 }
 
@@ -170,6 +192,16 @@ type limits struct {
 	mpCwnd, tcpCwnd float64 // mean window, summed over the subflows / the TCP flow
 	// packets retransmitted per 1000 sent, by the MPTCP subflows / the TCP flow
 	mpRetrans, tcpRetrans float64
+	// per 1000 packets the subflows sent: the MPTCP level's own
+	// retransmissions at the client (MIB MPTCPRetrans: data sent again,
+	// on any subflow, because the connection's timer found it unacked) and
+	// the data the server dropped as already received (DuplicateData)
+	reinjected, duplicate float64
+	mpSent                float64 // data packets the subflows sent (one run)
+	// per socket and round trip, subflows / TCP flow (tcpSampler.growth,
+	// cutRate): how fast the windows grow, and how often they are cut
+	mpGrowth, tcpGrowth, mpCuts, tcpCuts float64
+	mpSRTT, tcpSRTT                      float64 // mean srtt, ms
 }
 
 // control is an arm of the contest that runs the kernel's Reno on every
@@ -225,11 +257,21 @@ func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[strin
 	var lim limits
 	for i := 0; i < runs; i++ {
 		var before, after []sockdiag.Socket
+		var mibs [2][2]map[string]uint64 // [start, end][client, server]
 		var smp *tcpSampler
 		snap := func(end bool) {
 			s, err := sockdiag.Dump(n.Client, unix.AF_INET, sockdiag.StateSet(sockdiag.Established))
 			if err != nil {
 				t.Fatal(err)
+			}
+			at := 0
+			if end {
+				at = 1
+			}
+			for side, ns := range []string{n.Client, n.Server} {
+				if mibs[at][side], err = kernel.MPTCPMIB(ns); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if end {
 				after = s
@@ -245,21 +287,34 @@ func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[strin
 		restore()
 		ratios = append(ratios, share(mbps))
 		l := chronoLimits(before, after)
+		client, server := kernel.MIBDelta(mibs[0][0], mibs[1][0]), kernel.MIBDelta(mibs[0][1], mibs[1][1])
+		l.reinjected = 1000 * float64(client["MPTCPRetrans"]) / max(l.mpSent, 1)
+		l.duplicate = 1000 * float64(server["DuplicateData"]) / max(l.mpSent, 1)
 		f := float64(runs)
 		lim.rwnd += l.rwnd / f
 		lim.sndbuf += l.sndbuf / f
 		lim.mpRetrans += l.mpRetrans / f
 		lim.tcpRetrans += l.tcpRetrans / f
+		lim.reinjected += l.reinjected / f
+		lim.duplicate += l.duplicate / f
 		lim.cwndFull += smp.cwndFull() / f
 		lim.queue += smp.queued() / f
 		lim.mpCwnd += smp.mpCwnd() / f
 		lim.tcpCwnd += smp.tcpCwnd() / f
+		lim.mpGrowth += smp.growth(0) / f
+		lim.tcpGrowth += smp.growth(1) / f
+		lim.mpCuts += smp.cutRate(0) / f
+		lim.tcpCuts += smp.cutRate(1) / f
+		lim.mpSRTT += smp.srttMs(0) / f
+		lim.tcpSRTT += smp.srttMs(1) / f
 	}
 	if ctl, ok := controls[c]; ok && !ctl.mptcp {
 		// No subflows, and the sockets' counters cannot tell the arm's
 		// flows from the reference: nothing to say per side.
 		nan := math.NaN()
-		lim = limits{nan, nan, nan, nan, nan, nan, nan, nan}
+		lim = limits{rwnd: nan, sndbuf: nan, cwndFull: nan, queue: nan, mpCwnd: nan, tcpCwnd: nan,
+			mpRetrans: nan, tcpRetrans: nan, reinjected: nan, duplicate: nan,
+			mpGrowth: nan, tcpGrowth: nan, mpCuts: nan, tcpCuts: nan, mpSRTT: nan, tcpSRTT: nan}
 	}
 	return ratios, lim
 }
@@ -306,7 +361,7 @@ func chronoLimits(before, after []sockdiag.Socket) limits {
 		sent[i] += float64(s.Info.Data_segs_out - p.Data_segs_out)
 		retrans[i] += float64(s.Info.Total_retrans - p.Total_retrans)
 	}
-	l := limits{mpRetrans: 1000 * retrans[0] / max(sent[0], 1), tcpRetrans: 1000 * retrans[1] / max(sent[1], 1)}
+	l := limits{mpRetrans: 1000 * retrans[0] / max(sent[0], 1), tcpRetrans: 1000 * retrans[1] / max(sent[1], 1), mpSent: sent[0]}
 	if busy > 0 {
 		l.rwnd, l.sndbuf = rwnd/busy, sndbuf/busy
 	}
@@ -345,16 +400,28 @@ type matrix struct {
 	// the server's (net.ipv4.tcp_wmem/tcp_rmem in their namespaces), so
 	// that neither end's buffer can be what limits a connection.
 	wmem, rmem int
+	// rate of the bottleneck, bits/s ("rate=MBITS"; default fairRate):
+	// lower for a VM without KVM, whose emulated CPU cannot keep up with
+	// 20 Mbit/s, and for the same rate on the host to compare with it
+	rate float64
+	// quickAcks: with true, the server acknowledges every segment at once,
+	// no delayed ACKs (the quickack route attribute on every route of its
+	// namespace), to tell what the receiver's delayed ACKs do to the
+	// contest. "quickack=off,on" runs every cell both ways, one after the
+	// other. Default off.
+	quickAcks []bool
 }
 
 func parseMatrix(t *testing.T, spec string) matrix {
 	m := matrix{
-		rtts:     []float64{1, 40},
-		queues:   []queueSize{{name: "1 BDP", bdp: 1}, {name: "100 pkts", pkts: 100}},
-		subflows: []int{2},
-		refs:     []string{"reno"},
-		ccs:      []string{"reno", "lia", "olia", "balia", "rsf"},
-		runs:     2,
+		rtts:      []float64{1, 40},
+		queues:    []queueSize{{name: "1 BDP", bdp: 1}, {name: "100 pkts", pkts: 100}},
+		subflows:  []int{2},
+		refs:      []string{"reno"},
+		ccs:       []string{"reno", "lia", "olia", "balia", "rsf"},
+		runs:      2,
+		rate:      fairRate,
+		quickAcks: []bool{false},
 	}
 	if spec == "" || spec == "quick" {
 		return m
@@ -427,46 +494,74 @@ func parseMatrix(t *testing.T, spec string) matrix {
 			} else {
 				m.rmem = b
 			}
+		case "rate":
+			mbit, err := strconv.ParseFloat(v, 64)
+			if err != nil || mbit <= 0 {
+				t.Fatalf("FAIRNESS rate %q: want Mbit/s, above 0", v)
+			}
+			m.rate = mbit * 1e6
+		case "quickack":
+			m.quickAcks = nil
+			for _, s := range list {
+				if s != "on" && s != "off" {
+					t.Fatalf("FAIRNESS quickack %q: want on, off or both (off,on)", s)
+				}
+				m.quickAcks = append(m.quickAcks, s == "on")
+			}
 		case "offload":
 			if v != "on" && v != "off" {
 				t.Fatalf("FAIRNESS offload %q: want on or off", v)
 			}
 			m.noOffload = v == "off"
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, offload, overhead, wmem, rmem)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack)", k)
 		}
 	}
 	return m
 }
 
-// fairRate is the shared bottleneck's rate, bits/s.
+// fairRate is the shared bottleneck's rate by default, bits/s.
 const fairRate = 20e6
 
 // cell is one network of the matrix.
 type cell struct {
 	rttMs      float64
+	rate       float64 // the bottleneck's, bits/s
 	queue      queueSize
 	queueBytes uint32
 	subflows   int
+	quickAck   bool // the server acknowledges every segment at once
+}
+
+// name is the cell's base RTT, with the server's quick ACKs when on.
+func (c cell) name() string {
+	if c.quickAck {
+		return fmt.Sprintf("%g ms, quick ACKs", c.rttMs)
+	}
+	return fmt.Sprintf("%g ms", c.rttMs)
 }
 
 // each builds the network of every cell in turn (one bottleneck of
-// fairRate; one client path per subflow, all through it) and calls f.
+// m.rate; one client path per subflow, all through it) and calls f.
 func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
 	for _, rttMs := range m.rtts {
 		for _, q := range m.queues {
 			oneWay := time.Duration(rttMs * float64(time.Millisecond) / 2)
-			c := cell{rttMs: rttMs, queue: q, queueBytes: q.bytes(fairRate, 2*oneWay)}
+			c := cell{rttMs: rttMs, queue: q, rate: m.rate, queueBytes: q.bytes(m.rate, 2*oneWay)}
 			for _, nsub := range m.subflows {
 				c.subflows = nsub
 				n := testkernel.Net(t, topo.Config{
 					Paths:       make([]int, nsub),
-					Bottlenecks: []topo.Shaping{{RateBits: fairRate, Delay: oneWay, QueueBytes: c.queueBytes, Overhead: m.overhead, Seed: 1}},
+					Bottlenecks: []topo.Shaping{{RateBits: uint64(m.rate), Delay: oneWay, QueueBytes: c.queueBytes, Overhead: m.overhead, Seed: 1}},
 					Subflows:    true,
 					NoOffload:   m.noOffload,
 				})
 				m.setBuffers(t, n)
-				f(c, n)
+				for _, qa := range m.quickAcks {
+					c.quickAck = qa
+					setQuickAck(t, n, qa)
+					f(c, n)
+				}
 			}
 		}
 	}
@@ -484,6 +579,31 @@ func (m matrix) setBuffers(t *testing.T, n *topo.Net) {
 		v := fmt.Sprintf("%s=4096 %d %d", b.key, b.bytes, b.bytes)
 		if err := netns.Exec(b.ns, "sysctl", "-q", "-w", v); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// setQuickAck sets (on) or clears the quickack attribute on every route of
+// the server's namespace: with it, sockets on the route acknowledge every
+// segment at once (the kernel's per-route RTAX_QUICKACK), subflows and TCP
+// alike (checked before each ACK the socket sends).
+func setQuickAck(t *testing.T, n *topo.Net, on bool) {
+	out, err := netns.Output(n.Server, "ip", "route", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := "0"
+	if on {
+		val = "1"
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		fields := strings.Fields(line)
+		if i := slices.Index(fields, "quickack"); i >= 0 && i+1 < len(fields) {
+			fields = slices.Delete(fields, i, i+2) // ip route show lists it once set
+		}
+		argv := append(append([]string{"ip", "route", "change"}, fields...), "quickack", val)
+		if err := netns.Exec(n.Server, argv...); err != nil {
+			t.Fatalf("quickack on the server's route %q: %v", line, err)
 		}
 	}
 }
@@ -538,10 +658,24 @@ type tcpSampler struct {
 	done, stopped           chan struct{}
 	sub, full, queue, dumps int
 	mpSum, tcpSum           float64
+	// Per sender kind ([0] MPTCP subflows, [1] TCP flows), from each
+	// socket's window between two dumps: how much it grew (the rises,
+	// summed), how often it was cut, and how many round trips the sockets
+	// lived through (the dump interval over srtt, summed). Growth per
+	// round trip per socket is Reno's 1 packet when ACKs are counted as
+	// Reno counts them; cuts per round trip per socket is the rate of loss
+	// episodes each flow meets. A cut inside one interval hides the growth
+	// before it, so both read a little low, alike for either kind.
+	prev         map[string]uint32
+	grow, rounds [2]float64
+	cuts         [2]int
+	// srtt summed over every socket's samples, and the samples, per kind
+	srttSum [2]float64
+	srttN   [2]int
 }
 
 func sampleTCP(ns string, every time.Duration) *tcpSampler {
-	s := &tcpSampler{done: make(chan struct{}), stopped: make(chan struct{})}
+	s := &tcpSampler{done: make(chan struct{}), stopped: make(chan struct{}), prev: map[string]uint32{}}
 	go func() {
 		defer close(s.stopped)
 		tick := time.NewTicker(every)
@@ -561,6 +695,7 @@ func sampleTCP(ns string, every time.Duration) *tcpSampler {
 				if k.Info.Bytes_sent == 0 {
 					continue // the server side or an idle socket
 				}
+				s.track(k, every)
 				if !k.MPTCP {
 					s.tcpSum += float64(k.Info.Snd_cwnd)
 					continue
@@ -577,6 +712,54 @@ func sampleTCP(ns string, every time.Duration) *tcpSampler {
 		}
 	}()
 	return s
+}
+
+// track adds one socket's window change since the last dump.
+func (s *tcpSampler) track(k sockdiag.Socket, every time.Duration) {
+	key := k.Local.String() + k.Remote.String()
+	cwnd := k.Info.Snd_cwnd
+	last, seen := s.prev[key]
+	s.prev[key] = cwnd
+	if !seen || k.Info.Rtt == 0 {
+		return
+	}
+	i := 1
+	if k.MPTCP {
+		i = 0
+	}
+	switch {
+	case cwnd > last:
+		s.grow[i] += float64(cwnd - last)
+	case cwnd < last:
+		s.cuts[i]++
+	}
+	s.rounds[i] += float64(every.Microseconds()) / float64(k.Info.Rtt)
+	s.srttSum[i] += float64(k.Info.Rtt)
+	s.srttN[i]++
+}
+
+// srttMs is the mean smoothed RTT of kind 0 (subflows) or 1 (TCP), in ms.
+func (s *tcpSampler) srttMs(kind int) float64 {
+	if s.srttN[kind] == 0 {
+		return math.NaN()
+	}
+	return s.srttSum[kind] / float64(s.srttN[kind]) / 1000
+}
+
+// growth is the window's rise per round trip per socket, cutRate its cuts
+// per 100 round trips per socket, for kind 0 (MPTCP subflows) or 1 (TCP).
+func (s *tcpSampler) growth(kind int) float64 {
+	if s.rounds[kind] == 0 {
+		return math.NaN()
+	}
+	return s.grow[kind] / s.rounds[kind]
+}
+
+func (s *tcpSampler) cutRate(kind int) float64 {
+	if s.rounds[kind] == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(s.cuts[kind]) / s.rounds[kind]
 }
 
 func (s *tcpSampler) stop() {
