@@ -557,9 +557,13 @@ func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
 					NoOffload:   m.noOffload,
 				})
 				m.setBuffers(t, n)
+				set := false // the routes of a new network have no quickack
 				for _, qa := range m.quickAcks {
+					if qa || set {
+						setQuickAck(t, n, qa)
+						set = qa
+					}
 					c.quickAck = qa
-					setQuickAck(t, n, qa)
 					f(c, n)
 				}
 			}
@@ -586,7 +590,8 @@ func (m matrix) setBuffers(t *testing.T, n *topo.Net) {
 // setQuickAck sets (on) or clears the quickack attribute on every route of
 // the server's namespace: with it, sockets on the route acknowledge every
 // segment at once (the kernel's per-route RTAX_QUICKACK), subflows and TCP
-// alike (checked before each ACK the socket sends).
+// alike (the kernel checks it whenever a socket decides whether to delay
+// an ACK).
 func setQuickAck(t *testing.T, n *topo.Net, on bool) {
 	out, err := netns.Output(n.Server, "ip", "route", "show")
 	if err != nil {
