@@ -294,9 +294,16 @@ func TestPathStartFailureCleansUp(t *testing.T) {
 	if _, err := Start(cfg); err == nil {
 		t.Fatal("Start succeeded with a missing namespace")
 	}
+	// The devices go when their files close; allow the kernel a moment to
+	// finish unregistering them (once in CI a device was still listed
+	// right after the failed Start returned).
 	for _, ns := range []string{ns1, ns2} {
-		if l := links(t, ns); !slices.Equal(l, []string{"lo"}) {
-			t.Errorf("after failed Starts %s has %v", ns, l)
+		l := links(t, ns)
+		for deadline := time.Now().Add(2 * time.Second); !slices.Equal(l, []string{"lo"}) && time.Now().Before(deadline); l = links(t, ns) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !slices.Equal(l, []string{"lo"}) {
+			t.Errorf("2 s after the failed Starts %s has %v", ns, l)
 		}
 	}
 }
