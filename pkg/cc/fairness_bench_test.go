@@ -64,7 +64,7 @@ func TestBenchFairness(t *testing.T) {
 	names := m.load(t)
 	var out strings.Builder
 	var chart fairChart
-	fmt.Fprintf(&out, "Bottleneck %g Mbit/s, kernel %s.\n\n", m.rate/1e6, kernelRelease(t))
+	fmt.Fprintf(&out, "Bottleneck %g Mbit/s, kernel %s.\n\n", m.rate/1e6, kernel.Release())
 	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | model | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP | MPTCP-level retransmitted / duplicate per 1000 | cwnd growth per RTT, per flow MPTCP / TCP | cwnd cuts per 100 RTT, per flow MPTCP / TCP | srtt ms MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	m.each(t, func(c cell, n *topo.Net) {
 		for _, ref := range m.refs {
@@ -98,16 +98,6 @@ func TestBenchFairness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// kernelRelease is uname -r: the tables of a VM's run and the host's are
-// told apart by it.
-func kernelRelease(t *testing.T) string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	return unix.ByteSliceToString(u.Release[:])
 }
 
 // fairChart gathers the matrix for one chart: a group of bars per cell,
