@@ -14,6 +14,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/ackwatch"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
@@ -62,7 +63,7 @@ func TestBenchFairness(t *testing.T) {
 	testenv.Bench(t)
 	m := parseMatrix(t, os.Getenv("FAIRNESS"))
 	names := m.load(t)
-	var out strings.Builder
+	var out, ackTable strings.Builder
 	var chart fairChart
 	fmt.Fprintf(&out, "Bottleneck %g Mbit/s, kernel %s.\n\n", m.rate/1e6, kernel.Release())
 	fmt.Fprintf(&out, "| base RTT | queue | subflows | ref | cc | MPTCP/TCP per run | mean | model | rwnd-limited | sndbuf-limited | window full | data queued | cwnd MPTCP / TCP | retransmitted per 1000 MPTCP / TCP | MPTCP-level retransmitted / duplicate per 1000 | cwnd growth per RTT, per flow MPTCP / TCP | cwnd cuts per 100 RTT, per flow MPTCP / TCP | srtt ms MPTCP / TCP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -70,7 +71,7 @@ func TestBenchFairness(t *testing.T) {
 		for _, ref := range m.refs {
 			// The one-subflow connection: MPTCP's own ceiling here.
 			for _, algo := range append([]string{"1sf"}, m.ccs...) {
-				ratios, lim := fairnessCell(t, n, c.subflows, algo, names, ref, m.runs)
+				ratios, lim := fairnessCell(t, n, c.subflows, algo, names, ref, m.runs, m.ackWatch)
 				pred := predict(algo, ref, c)
 				modelCol := num(pred, 2)
 				if strings.HasSuffix(algo, ":paced") && modelCol != "-" {
@@ -81,6 +82,12 @@ func TestBenchFairness(t *testing.T) {
 					c.name(), c.queue.name, c.queueBytes, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), modelCol, pct(lim.rwnd), pct(lim.sndbuf),
 					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2),
 					num(lim.reinjected, 2), num(lim.duplicate, 2), num(lim.mpGrowth, 2), num(lim.tcpGrowth, 2), num(lim.mpCuts, 2), num(lim.tcpCuts, 2), num(lim.mpSRTT, 1), num(lim.tcpSRTT, 1))
+				if m.ackWatch {
+					fmt.Fprintf(&ackTable, "| %s | %s | %d | %s |%s%s\n", c.name(), c.queue.name, c.subflows, algo,
+						ackRow(lim.acks.Subflow), ackRow(lim.acks.TCP))
+					t.Logf("rtt %s queue %s %s, the server's ACKs: subflows: %s; TCP: %s", c.name(), c.queue.name, algo,
+						lim.acks.Subflow.Describe(), lim.acks.TCP.Describe())
+				}
 				t.Logf("rtt %s queue %s subflows %d ref %s %s: %s mean %.2f (rwnd-limited %s, sndbuf-limited %s, window full %s, queued %s, cwnd %s/%s, retransmitted per 1000 %s/%s, MPTCP-level retransmitted/duplicate per 1000 %s/%s, growth per RTT %s/%s, cuts per 100 RTT %s/%s, srtt ms %s/%s)",
 					c.name(), c.queue.name, c.subflows, ref, algo, joinRatios(ratios), mean(ratios), pct(lim.rwnd), pct(lim.sndbuf),
 					pct(lim.cwndFull), pct(lim.queue), num(lim.mpCwnd, 0), num(lim.tcpCwnd, 0), num(lim.mpRetrans, 2), num(lim.tcpRetrans, 2),
@@ -88,6 +95,11 @@ func TestBenchFairness(t *testing.T) {
 			}
 		}
 	})
+	if m.ackWatch {
+		fmt.Fprintf(&out, "\nThe server's ACKs in the measured windows, all runs (pkg/ackwatch), MPTCP subflows and then TCP sockets (the TCP flow, and the `tcp` arm's flows): pure ACKs sent; the share the delayed-ACK timer sent; of those, by why the ACK waited (one segment unacknowledged / the window test failed / failed with rcv_wnd above rcv_ssthresh); the share the reader's clean-up sent; the reader's runs that found the timer armed, and how many of them sent it; the readers that came by while an ACK waited on one segment, by the first of the conditions for sending it that failed (none / nothing copied / no PUSHED flag / receive memory in use: the socket's for TCP, the whole connection's for a subflow).\n\n")
+		fmt.Fprintf(&out, "| base RTT | queue | subflows | cc | subflows: ACKs | by the timer | timer: one seg / window / raised | by the reader | reader: armed / sent | one-segment readers: open / not copied / not pushed / rmem | TCP: ACKs | by the timer | timer: one seg / window / raised | by the reader | reader: armed / sent | one-segment readers: open / not copied / not pushed / rmem |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		out.WriteString(ackTable.String())
+	}
 	t.Logf("\n%s", out.String())
 	// FAIRNESS_OUT=FILE.md: the table there, and the chart in FILE.svg.
 	if f := os.Getenv("FAIRNESS_OUT"); f != "" {
@@ -98,6 +110,24 @@ func TestBenchFairness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// ackRow is one kind of socket's ACK decisions as table cells.
+func ackRow(c ackwatch.Counts) string {
+	share := func(v uint64) string {
+		if c.ACKs == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f%%", 100*float64(v)/float64(c.ACKs))
+	}
+	var timer uint64
+	for _, v := range c.ByTimer {
+		timer += v
+	}
+	return fmt.Sprintf(" %d | %s | %d / %d / %d | %s | %d / %d | %d / %d / %d / %d |", c.ACKs, share(timer),
+		c.ByTimer[ackwatch.OneSegment], c.ByTimer[ackwatch.Window], c.ByTimer[ackwatch.Raised],
+		share(c.ByReader), c.ReaderPending, c.ByReader,
+		c.Gate[ackwatch.GateOpen], c.Gate[ackwatch.GateNotCopied], c.Gate[ackwatch.GateNotPushed], c.Gate[ackwatch.GateRmem])
 }
 
 // fairChart gathers the matrix for one chart: a group of bars per cell,
@@ -191,7 +221,8 @@ type limits struct {
 	// per socket and round trip, subflows / TCP flow (tcpSampler.growth,
 	// cutRate): how fast the windows grow, and how often they are cut
 	mpGrowth, tcpGrowth, mpCuts, tcpCuts float64
-	mpSRTT, tcpSRTT                      float64 // mean srtt, ms
+	mpSRTT, tcpSRTT                      float64         // mean srtt, ms
+	acks                                 ackwatch.Totals // the server's ACK decisions, all runs (ackwatch=on)
 }
 
 // control is an arm of the contest that runs the kernel's Reno on every
@@ -240,7 +271,7 @@ func share(mbps []float64) float64 {
 }
 
 // fairnessCell runs one arm (see arm) several times against ref.
-func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[string]string, ref string, runs int) ([]float64, limits) {
+func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[string]string, ref string, runs int, watchACKs bool) ([]float64, limits) {
 	flows, single := arm(c, nsub, names)
 	flows = append(flows, flow{path: 0, cc: ref})
 	var ratios []float64
@@ -249,6 +280,7 @@ func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[strin
 		var before, after []sockdiag.Socket
 		var mibs [2][2]map[string]uint64 // [start, end][client, server]
 		var smp *tcpSampler
+		var acks *ackwatch.Watch
 		snap := func(end bool) {
 			s, err := sockdiag.Dump(n.Client, unix.AF_INET, sockdiag.StateSet(sockdiag.Established))
 			if err != nil {
@@ -266,9 +298,21 @@ func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[strin
 			if end {
 				after = s
 				smp.stop()
+				if acks != nil {
+					tot, err := acks.Stop()
+					if err != nil {
+						t.Fatal(err)
+					}
+					lim.acks = ackwatch.Add(lim.acks, tot)
+				}
 			} else {
 				before = s
 				smp = sampleTCP(n.Client, 50*time.Millisecond)
+				if watchACKs {
+					if acks, err = ackwatch.Start(n.Server); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 		}
 		restore := singleSubflow(t, n, single)
@@ -304,7 +348,8 @@ func fairnessCell(t *testing.T, n *topo.Net, nsub int, c string, names map[strin
 		nan := math.NaN()
 		lim = limits{rwnd: nan, sndbuf: nan, cwndFull: nan, queue: nan, mpCwnd: nan, tcpCwnd: nan,
 			mpRetrans: nan, tcpRetrans: nan, reinjected: nan, duplicate: nan,
-			mpGrowth: nan, tcpGrowth: nan, mpCuts: nan, tcpCuts: nan, mpSRTT: nan, tcpSRTT: nan}
+			mpGrowth: nan, tcpGrowth: nan, mpCuts: nan, tcpCuts: nan, mpSRTT: nan, tcpSRTT: nan,
+			acks: lim.acks} // by kind of socket, so the TCP side holds both
 	}
 	return ratios, lim
 }
@@ -400,6 +445,11 @@ type matrix struct {
 	// contest. "quickack=off,on" runs every cell both ways, one after the
 	// other. Default off.
 	quickAcks []bool
+	// ackWatch ("ackwatch=on") watches the server's ACK decisions in each
+	// run's measured window (pkg/ackwatch: which test made an ACK wait,
+	// and who sent it, the timer or the reader) and adds their table. It
+	// needs fentry programs: the test kernel's VM, not a host in lockdown.
+	ackWatch bool
 }
 
 func parseMatrix(t *testing.T, spec string) matrix {
@@ -498,13 +548,18 @@ func parseMatrix(t *testing.T, spec string) matrix {
 				}
 				m.quickAcks = append(m.quickAcks, s == "on")
 			}
+		case "ackwatch":
+			if v != "on" && v != "off" {
+				t.Fatalf("FAIRNESS ackwatch %q: want on or off", v)
+			}
+			m.ackWatch = v == "on"
 		case "offload":
 			if v != "on" && v != "off" {
 				t.Fatalf("FAIRNESS offload %q: want on or off", v)
 			}
 			m.noOffload = v == "off"
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack, ackwatch)", k)
 		}
 	}
 	return m

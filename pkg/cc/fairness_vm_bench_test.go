@@ -13,10 +13,11 @@ import (
 
 // fairnessVMDefault is the VM's matrix unless FAIRNESS_VM says otherwise:
 // the controls that tell the kernel's subflows apart from plain flows (the
-// one-subflow arm runs too), at a rate QEMU without KVM keeps up with.
+// one-subflow arm runs too), at a rate QEMU without KVM keeps up with, with
+// the server's ACK decisions watched (the test kernel allows fentry).
 // Run the host's bench with the same FAIRNESS to compare the two kernels
 // at equal settings.
-const fairnessVMDefault = "rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno runs=3 rate=5"
+const fairnessVMDefault = "rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno runs=3 rate=5 ackwatch=on"
 
 // TestBenchFairnessInVM runs TestBenchFairness inside the shared test
 // kernel's VM (a newer kernel than the host's, docs/kernel-faults.md
