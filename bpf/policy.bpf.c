@@ -35,7 +35,9 @@
  *     prefix one that names a port beats one that does not. The port is the
  *     service port: the remote port of a connection the cgroup opens, the
  *     local port of one it accepts. The address is always the peer's.
- *  3. Cgroup programs run from the socket's own cgroup up to the root; the
+ *  3. A rule may also cap the socket's delayed-ACK timer (delack_max_us):
+ *     that is looked up for joins too, since it is per socket.
+ *  4. Cgroup programs run from the socket's own cgroup up to the root; the
  *     first (nearest) cgroup whose policy decides marks the callback context
  *     (skops->reply, unused by these callbacks) and the policies of
  *     ancestors then step aside. The nearest policy wins.
@@ -53,6 +55,7 @@ char _license[] SEC("license") = "GPL";
 #define AF_INET6 10
 #define SOL_TCP 6
 #define TCP_CONGESTION 13
+#define TCP_BPF_DELACK_MAX 1003 /* usecs, within [2 jiffies, HZ/5] */
 #define CC_NAME_MAX 16
 
 #define TCP_ESTABLISHED 1
@@ -83,7 +86,7 @@ struct rule {
 	__u32 id;             /* rule id, unique within the cgroup's policy */
 	__u32 addr_bits;      /* prefix length in the IPv6 (mapped) space */
 	__u32 plain_tcp;      /* the rule applies to plain TCP sockets too */
-	__u32 pad;
+	__u32 delack_max_us;  /* the socket's delayed-ACK timer at most this; 0: the kernel's */
 	__u64 applied;        /* sockets this rule chose the CC of */
 };
 
@@ -93,6 +96,7 @@ struct counters {
 	__u64 matched;    /* a rule decided */
 	__u64 followed;   /* a join took its connection's CC */
 	__u64 changed;    /* the CC was changed */
+	__u64 delack;     /* a rule capped the delayed-ACK timer */
 	__u64 errors;     /* bpf_setsockopt failed (e.g. the CC was unloaded) */
 	__s64 last_error; /* its errno, negative */
 };
@@ -208,6 +212,23 @@ static __always_inline struct rule *match(const struct bpf_sock_ops *skops, __u8
 	return any_port;
 }
 
+/* The delayed-ACK timer of this socket at most us microseconds (the
+ * kernel's TCP_BPF_DELACK_MAX): on a receiver, what bounds how long a
+ * subflow's held ACK waits (docs/kernel-faults.md section 3). */
+static __always_inline void cap_delack(struct bpf_sock_ops *skops, struct counters *st, __u32 us)
+{
+	int v = us;
+	long err;
+
+	err = bpf_setsockopt(skops, SOL_TCP, TCP_BPF_DELACK_MAX, &v, sizeof(v));
+	if (err) {
+		st->errors++;
+		st->last_error = err;
+	} else {
+		st->delack++;
+	}
+}
+
 SEC("sockops")
 int mptcp_cc_policy(struct bpf_sock_ops *skops)
 {
@@ -241,19 +262,22 @@ int mptcp_cc_policy(struct bpf_sock_ops *skops)
 		st->mptcp++;
 	else
 		st->tcp++;
+	/* A join follows its connection's CC, but the rule's other settings
+	 * (the delayed-ACK cap) are per socket: every subflow looks it up. */
+	r = match(skops, msk ? POLICY_KIND_MPTCP : POLICY_KIND_TCP, passive);
 	if (msk && sibling_cc(msk, tp, want)) {
 		st->followed++;
 	} else {
-		r = match(skops, msk ? POLICY_KIND_MPTCP : POLICY_KIND_TCP, passive);
 		if (!r)
 			return 1;
 		__builtin_memcpy(want, r->cc, CC_NAME_MAX);
 		want[CC_NAME_MAX - 1] = 0;
 		st->matched++;
+		__sync_fetch_and_add(&r->applied, 1);
 	}
 	skops->reply = POLICY_DECIDED;
-	if (r)
-		__sync_fetch_and_add(&r->applied, 1);
+	if (r && r->delack_max_us)
+		cap_delack(skops, st, r->delack_max_us);
 
 	if (!bpf_getsockopt(skops, SOL_TCP, TCP_CONGESTION, cur, sizeof(cur)) && names_equal(cur, want))
 		return 1;

@@ -58,10 +58,14 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 	dst := fs.String("dst", "", "only peers in this prefix (IPv4 or IPv6)")
 	dport := fs.Uint("dport", 0, "only this service port (remote when connecting, local when accepting)")
 	tcp := fs.Bool("tcp", false, "plain TCP sockets too, not only MPTCP subflows")
+	delack := fs.Duration("delack-max", 0, "cap the matched sockets' delayed-ACK timer (e.g. 8ms; the kernel takes 2 ticks to 200ms): on a receiver, what bounds how long a subflow's ACK is held (docs/kernel-faults.md section 3)")
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *cgroup == "" {
 			return cli.Usagef("--cgroup is required")
+		}
+		if *delack < 0 {
+			return fmt.Errorf("bad --delack-max %v: a duration such as 8ms, or 0 for the kernel's timer", *delack)
 		}
 		if *algo == "" {
 			return cli.Usagef("--algo is required: one of %s, or a registered congestion control", joinNames())
@@ -76,7 +80,7 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 		if err := checkPinRoot(*root, true); err != nil {
 			return err
 		}
-		r := policy.Rule{Cgroup: *cgroup, CC: ccName(*algo), Dst: prefix, DstPort: uint16(*dport), PlainTCP: *tcp}
+		r := policy.Rule{Cgroup: *cgroup, CC: ccName(*algo), Dst: prefix, DstPort: uint16(*dport), PlainTCP: *tcp, DelackMax: *delack}
 		info, err := policy.AttachRule(r, *root)
 		if err != nil {
 			return err
@@ -91,7 +95,11 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 		if info.DstPort != 0 {
 			what += " on port " + strconv.Itoa(int(info.DstPort))
 		}
-		fmt.Fprintf(out, "rule %d in %s: new %s run %s\n", info.ID, *cgroup, what, info.CC)
+		fmt.Fprintf(out, "rule %d in %s: new %s run %s", info.ID, *cgroup, what, info.CC)
+		if info.DelackMax != 0 {
+			fmt.Fprintf(out, ", their delayed ACKs held %v at most", info.DelackMax)
+		}
+		fmt.Fprintln(out)
 		return nil
 	}
 }
@@ -163,15 +171,18 @@ func cmdPolicyList(fs *flag.FlagSet) cli.Action {
 			}
 			c := a.Counters
 			fmt.Fprintf(out, "%s (cgroup id %d): %s\n", a.Cgroup, a.CgroupID, state)
-			fmt.Fprintf(out, "  seen %d MPTCP subflows, %d plain TCP sockets: %d matched a rule, %d joins followed their connection, %d CC changes, %d errors",
-				c.MPTCP, c.TCP, c.Matched, c.Followed, c.Changed, c.Errors)
+			fmt.Fprintf(out, "  seen %d MPTCP subflows, %d plain TCP sockets: %d matched a rule, %d joins followed their connection, %d CC changes, %d delayed-ACK caps, %d errors",
+				c.MPTCP, c.TCP, c.Matched, c.Followed, c.Changed, c.Delack, c.Errors)
 			if c.Errors > 0 {
 				fmt.Fprintf(out, " (last: errno %d)", -c.LastError)
 			}
 			fmt.Fprintln(out)
-			t := cli.NewTable(out, "  RULE", "CC", "DST", "DPORT", "PLAIN TCP", "APPLIED", "")
+			t := cli.NewTable(out, "  RULE", "CC", "DST", "DPORT", "PLAIN TCP", "DELACK MAX", "APPLIED", "")
 			for _, r := range a.Rules {
-				dst, port, note := "any", "any", ""
+				dst, port, delack, note := "any", "any", "kernel's", ""
+				if r.DelackMax != 0 {
+					delack = r.DelackMax.String()
+				}
 				if r.Dst.IsValid() {
 					dst = r.Dst.String()
 				}
@@ -181,7 +192,7 @@ func cmdPolicyList(fs *flag.FlagSet) cli.Action {
 				if !r.Registered {
 					note = "CC NOT REGISTERED: sockets keep their CC"
 				}
-				t.Row(fmt.Sprintf("  %d", r.ID), r.CC, dst, port, r.PlainTCP, r.Applied, note)
+				t.Row(fmt.Sprintf("  %d", r.ID), r.CC, dst, port, r.PlainTCP, delack, r.Applied, note)
 			}
 			if err := t.Flush(); err != nil {
 				return err

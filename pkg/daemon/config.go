@@ -178,6 +178,10 @@ type Policy struct {
 	DstPort uint16 `yaml:"dst_port,omitempty"`
 	// TCP applies the rule to plain TCP connections too (default: MPTCP only).
 	TCP bool `yaml:"tcp,omitempty"`
+	// DelackMax caps the delayed-ACK timer of the sockets the rule
+	// matches (policy.Rule.DelackMax; 0: the kernel's): on a receiver of
+	// MPTCP traffic, how long a subflow's ACK can be held.
+	DelackMax time.Duration `yaml:"delack_max,omitempty"`
 }
 
 // Metrics configure the Prometheus endpoint.

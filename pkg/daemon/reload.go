@@ -105,7 +105,7 @@ func planReload(old Config, oldPols []resolvedPolicy, cfg Config, pols []resolve
 		switch {
 		case !ok:
 			p.attach = append(p.attach, r)
-		case o.rule.CC != r.rule.CC || o.rule.PlainTCP != r.rule.PlainTCP:
+		case o.rule.CC != r.rule.CC || o.rule.PlainTCP != r.rule.PlainTCP || o.rule.DelackMax != r.rule.DelackMax:
 			p.change = append(p.change, policyChange{o, r})
 		default:
 			p.keepPolicies = append(p.keepPolicies, r)
@@ -133,8 +133,17 @@ func selectorKey(r policy.Rule) string {
 	return fmt.Sprintf("%s|%s|%d", filepath.Clean(r.Cgroup), prefixString(r.Dst), r.DstPort)
 }
 
+// delackString is a rule's delayed-ACK cap as the plan prints it: nothing
+// when the kernel's timer is kept.
+func delackString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" delack_max=%v", d)
+}
+
 func ruleString(r policy.Rule) string {
-	return fmt.Sprintf("%s dst %s port %d: %s tcp=%v", r.Cgroup, prefixString(r.Dst), r.DstPort, r.CC, r.PlainTCP)
+	return fmt.Sprintf("%s dst %s port %d: %s tcp=%v%s", r.Cgroup, prefixString(r.Dst), r.DstPort, r.CC, r.PlainTCP, delackString(r.DelackMax))
 }
 
 // actions describes the plan, one change a line, for the log and the tests.
@@ -156,7 +165,7 @@ func (p reloadPlan) actions(old, cfg Config) []string {
 		out = append(out, "attach "+ruleString(r.rule))
 	}
 	for _, c := range p.change {
-		out = append(out, fmt.Sprintf("change %s -> %s tcp=%v", ruleString(c.old.rule), c.new.rule.CC, c.new.rule.PlainTCP))
+		out = append(out, fmt.Sprintf("change %s -> %s tcp=%v%s", ruleString(c.old.rule), c.new.rule.CC, c.new.rule.PlainTCP, delackString(c.new.rule.DelackMax)))
 	}
 	for _, r := range p.detach {
 		out = append(out, "detach "+ruleString(r.rule))
@@ -368,7 +377,7 @@ func (r *running) reloadPolicies(cfg Config, pols []resolvedPolicy, st *state, u
 		st.policies = append(st.policies, p)
 		switch {
 		case replaced != nil:
-			prev := policy.Rule{Cgroup: p.rule.Cgroup, CC: replaced.CC, Dst: replaced.Dst, DstPort: replaced.DstPort, PlainTCP: replaced.PlainTCP}
+			prev := policy.Rule{Cgroup: p.rule.Cgroup, CC: replaced.CC, Dst: replaced.Dst, DstPort: replaced.DstPort, PlainTCP: replaced.PlainTCP, DelackMax: replaced.DelackMax}
 			undo.push(func() error { return r.pe.Attach(prev, root) })
 		case p.action == actLoaded:
 			undo.push(func() error { return detachPolicies(cfg, r.pe, []resolvedPolicy{p}) })

@@ -32,7 +32,7 @@ func resolved(t *testing.T, yaml string) (Config, []resolvedPolicy) {
 			t.Fatal(err)
 		}
 		r := resolvedPolicy{index: i, cfg: p}
-		r.rule.Cgroup, r.rule.CC, r.rule.DstPort, r.rule.PlainTCP = abs, p.CC, p.DstPort, p.TCP
+		r.rule.Cgroup, r.rule.CC, r.rule.DstPort, r.rule.PlainTCP, r.rule.DelackMax = abs, p.CC, p.DstPort, p.TCP, p.DelackMax
 		if p.Dst != "" {
 			r.rule.Dst, _ = parseDst(p.Dst)
 		}
@@ -117,6 +117,18 @@ policies:
 			"attach /cg/web dst 198.51.100.0/24 port 443: cubic tcp=false",
 			"change /cg/batch dst any port 0: mptcp_olia tcp=false -> keep_lia tcp=true",
 			"detach /cg/web dst 192.0.2.0/24 port 443: cubic tcp=false",
+		}, ""},
+		{"a rule's delayed-ACK cap changes in place", `
+bpffs: /sys/fs/bpf/t
+algorithms:
+  - {algo: olia}
+  - {algo: lia, name: keep_lia}
+  - {algo: rsf, rsf_target: 20ms}
+policies:
+  - {cgroup: batch, algo: olia}
+  - {cgroup: /cg/web, cc: cubic, dst: 192.0.2.0/24, dst_port: 443, delack_max: 8ms}
+`, []string{
+			"change /cg/web dst 192.0.2.0/24 port 443: cubic tcp=false -> cubic tcp=false delack_max=8ms",
 		}, ""},
 		{"everything goes", "bpffs: /sys/fs/bpf/t\n", []string{
 			"unload mptcp_olia", "unload keep_lia", "unload mptcp_rsf",

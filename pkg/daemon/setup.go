@@ -39,7 +39,13 @@ func preflight(cfg Config, pe PolicyEngine) ([]resolvedPolicy, error) {
 			errs = append(errs, fmt.Errorf("%s.cc: %q is neither in the algorithms list nor a registered congestion control (registered: %s)", field, p.CC, strings.Join(regd, " ")))
 			continue
 		}
-		r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP}
+		if p.DelackMax != 0 {
+			if err := policy.CheckDelackMax(p.DelackMax); err != nil {
+				errs = append(errs, fmt.Errorf("%s.delack_max: %w", field, err))
+				continue
+			}
+		}
+		r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP, DelackMax: p.DelackMax}
 		if p.Dst != "" {
 			r.Dst, _ = parseDst(p.Dst)
 		}
@@ -128,7 +134,8 @@ func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded
 
 // sameRule compares what a policy rule selects and gives.
 func sameRule(info policy.RuleInfo, r policy.Rule) bool {
-	return info.CC == r.CC && info.Dst == r.Dst && info.DstPort == r.DstPort && info.PlainTCP == r.PlainTCP
+	return info.CC == r.CC && info.Dst == r.Dst && info.DstPort == r.DstPort && info.PlainTCP == r.PlainTCP &&
+		info.DelackMax == r.DelackMax
 }
 
 func sameSelector(info policy.RuleInfo, r policy.Rule) bool {
@@ -173,7 +180,7 @@ func setUpPolicy(root string, pe PolicyEngine, attached []policy.Attachment, p r
 		p.action = actUpdated
 		replaced = &existing[i]
 	}
-	log.Info("policy attached", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort, "tcp", p.rule.PlainTCP)
+	log.Info("policy attached", "cgroup", p.rule.Cgroup, "cc", p.rule.CC, "dst", prefixString(p.rule.Dst), "dst_port", p.rule.DstPort, "tcp", p.rule.PlainTCP, "delack_max", p.rule.DelackMax)
 	return p, replaced, nil
 }
 
@@ -280,7 +287,7 @@ func policiesForRemoval(cfg Config, pe PolicyEngine) []resolvedPolicy {
 				abs = filepath.Join(mnt, abs)
 			}
 		}
-		r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP}
+		r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP, DelackMax: p.DelackMax}
 		if p.Dst != "" {
 			r.Dst, _ = parseDst(p.Dst)
 		}

@@ -45,3 +45,15 @@ func TestRequireCongestionControl(t *testing.T) {
 		t.Errorf("missing mptcp_ CC: %v, want the load hint", err)
 	}
 }
+
+// TestConfigHZ reads CONFIG_HZ among the other options, and nothing from
+// a config without it.
+func TestConfigHZ(t *testing.T) {
+	if hz := configHZ(strings.NewReader("# CONFIG_HZ_1000 is not set\nCONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_X=1\n")); hz != 250 {
+		t.Errorf("CONFIG_HZ=250 read as %d", hz)
+	}
+	if hz := configHZ(strings.NewReader("CONFIG_X=1\n")); hz != 0 {
+		t.Errorf("a config without CONFIG_HZ read as %d", hz)
+	}
+	t.Logf("this kernel: HZ=%d", HZ())
+}

@@ -3,6 +3,7 @@ package policy
 // Reading what is pinned: the list of policies, their rules and counters.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -102,6 +103,15 @@ func openPinned(dir string) (*pinned, error) {
 			return nil, fmt.Errorf("opening %s: %w", name, err)
 		}
 	}
+	// A policy pinned by a version whose program keeps other counters
+	// (before the delayed-ACK cap, 7 of them) cannot be read or extended
+	// by this one.
+	if want := uint32(binary.Size(policyCounters{})); p.stats.ValueSize() != want {
+		size := p.stats.ValueSize()
+		p.close()
+		return nil, fmt.Errorf("%w: its counters are %d bytes, this version's %d: it was attached by another version of mptcp-cc; detach it (mptcp-cc policy detach --cgroup CGROUP) and attach its rules again",
+			ErrOtherVersion, size, want)
+	}
 	return p, nil
 }
 
@@ -148,6 +158,7 @@ func (p *pinned) counters() (Counters, error) {
 		c.Matched += x.Matched
 		c.Followed += x.Followed
 		c.Changed += x.Changed
+		c.Delack += x.Delack
 		c.Errors += x.Errors
 		if x.LastError != 0 {
 			c.LastError = x.LastError

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -44,6 +45,7 @@ var (
 	ErrNoPolicy        = errors.New("has no policy")
 	ErrNoSuchRule      = errors.New("no such rule")
 	ErrInvalidRule     = errors.New("invalid rule")
+	ErrOtherVersion    = errors.New("the cgroup's policy is another version's")
 	availableCCPath    = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 	ourAlgorithmPrefix = "mptcp_"
 )
@@ -56,17 +58,24 @@ type Rule struct {
 	Dst      netip.Prefix // peer address prefix; the zero Prefix matches every peer
 	DstPort  uint16       // service port (remote when connecting, local when accepting); 0: any
 	PlainTCP bool         // plain TCP sockets too, not only MPTCP subflows
+	// DelackMax caps the delayed-ACK timer of the sockets the rule matches
+	// (0: the kernel's, about 40 ms), joining subflows included. On a
+	// receiver of MPTCP traffic it bounds how long a subflow's ACK can be
+	// held (docs/kernel-faults.md section 3). The kernel takes 2 of its
+	// ticks to 200 ms: 8 ms at HZ=250.
+	DelackMax time.Duration
 }
 
 // RuleInfo is a rule as List reports it.
 type RuleInfo struct {
-	ID         uint32       `json:"id"`
-	CC         string       `json:"cc"`
-	Dst        netip.Prefix `json:"dst"` // zero: any peer
-	DstPort    uint16       `json:"dport"`
-	PlainTCP   bool         `json:"tcp"`
-	Applied    uint64       `json:"applied"`    // sockets this rule chose the CC of
-	Registered bool         `json:"registered"` // the CC is registered now
+	ID         uint32        `json:"id"`
+	CC         string        `json:"cc"`
+	Dst        netip.Prefix  `json:"dst"` // zero: any peer
+	DstPort    uint16        `json:"dport"`
+	PlainTCP   bool          `json:"tcp"`
+	DelackMax  time.Duration `json:"delack_max_ns,omitempty"` // 0: the kernel's
+	Applied    uint64        `json:"applied"`                 // sockets this rule chose the CC of
+	Registered bool          `json:"registered"`              // the CC is registered now
 }
 
 // Counters are what the policy program saw, summed over CPUs.
@@ -76,7 +85,8 @@ type Counters struct {
 	Matched   uint64 `json:"matched"`        // a rule decided
 	Followed  uint64 `json:"followed"`       // a joining subflow took its connection's CC
 	Changed   uint64 `json:"changed"`        // the CC was changed
-	Errors    uint64 `json:"errors"`         // setting the CC failed
+	Delack    uint64 `json:"delack_capped"`  // a rule capped the delayed-ACK timer
+	Errors    uint64 `json:"errors"`         // setting the CC or the cap failed
 	LastError int64  `json:"last_error"`     // errno of the last failure, negative
 }
 

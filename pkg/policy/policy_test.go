@@ -1,8 +1,10 @@
 package policy_test
 
 import (
+	"errors"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -416,5 +418,46 @@ func TestPolicyDetachMidTransfer(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("entries left after the connection closed: %+v", testkernel.Subflows(t, e.ccRoot, name))
 		}
+	}
+}
+
+// A rule's delayed-ACK cap reaches every subflow the server accepts, the
+// join included (which takes its connection's CC without a rule), and is
+// counted; the connection stays intact. A cap the kernel would refuse is
+// refused before anything is attached.
+func TestPolicyDelackCap(t *testing.T) {
+	e := newEnv(t)
+	cg := newCgroup(t, "")
+	h := spawn(t, cg, helperConfig{Mode: "server", NS: e.net.Server, Listen: netip.AddrPortFrom(topo.ServerAddr, 0).String()})
+	addr := netip.MustParseAddrPort(h.next().Addr)
+
+	for _, bad := range []time.Duration{time.Microsecond, 500 * time.Millisecond} {
+		err := policy.Attach(policy.Rule{Cgroup: cg, CC: "reno", DelackMax: bad}, e.policyRoot)
+		if !errors.Is(err, policy.ErrInvalidRule) || !strings.Contains(err.Error(), "delayed-ACK cap") {
+			t.Errorf("a %v cap: %v, want an invalid rule naming the delayed-ACK cap", bad, err)
+		}
+	}
+	if list, err := policy.List(e.policyRoot); err != nil || len(list) != 0 {
+		t.Fatalf("refused caps left a policy: %+v, %v", list, err)
+	}
+
+	const capped = 20 * time.Millisecond // two ticks or more at any HZ from 100
+	e.attach(t, policy.Rule{Cgroup: cg, CC: "reno", Dst: netip.MustParsePrefix("10.0.0.0/16"), DelackMax: capped})
+	r, err := xfer.Run(xfer.Options{NS: e.net.Client, Local: topo.ClientAddr(0), Remote: addr, MPTCP: true, For: xferMs * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkernel.Receipt(t, "transfer", r, 0)
+	list, err := policy.List(e.policyRoot)
+	if err != nil || len(list) != 1 || len(list[0].Rules) != 1 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	c := list[0].Counters
+	t.Logf("counters: %+v", c)
+	if c.MPTCP != 2 || c.Delack != 2 || c.Errors != 0 {
+		t.Errorf("counters %+v: want the 2 subflows seen and capped, no error", c)
+	}
+	if got := list[0].Rules[0].DelackMax; got != capped {
+		t.Errorf("the rule lists a cap of %v, want %v", got, capped)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
@@ -27,7 +28,36 @@ func (r Rule) value() (policyRule, error) {
 	if r.PlainTCP {
 		v.PlainTcp = 1
 	}
+	if r.DelackMax != 0 {
+		if err := validDelack(r.DelackMax, kernel.HZ()); err != nil {
+			return v, err
+		}
+		v.DelackMaxUs = uint32(r.DelackMax / time.Microsecond)
+	}
 	return v, nil
+}
+
+// The kernel's bounds of TCP_BPF_DELACK_MAX: two ticks (TCP_TIMEOUT_MIN)
+// to TCP_DELACK_MAX, a fifth of a second.
+const delackCeiling = 200 * time.Millisecond
+
+// CheckDelackMax says whether the running kernel takes d as a rule's
+// delayed-ACK cap (Rule.DelackMax), and if not, what it takes.
+func CheckDelackMax(d time.Duration) error { return validDelack(d, kernel.HZ()) }
+
+// validDelack checks a delayed-ACK cap against the kernel's bounds; hz is
+// the kernel's tick rate (0: unknown, so the floor is 1 ms and the kernel
+// counts a cap below its two ticks as an error).
+func validDelack(d time.Duration, hz int) error {
+	floor := time.Millisecond
+	if hz > 0 {
+		floor = max(floor, 2*time.Second/time.Duration(hz))
+	}
+	if d < floor || d > delackCeiling {
+		return fmt.Errorf("%w: delayed-ACK cap %v is outside what the kernel takes, %v to %v (two of its ticks at HZ=%d, up to TCP_DELACK_MAX)",
+			ErrInvalidRule, d, floor, delackCeiling, hz)
+	}
+	return nil
 }
 
 // addrBits is the rule's prefix length in the IPv6 space, where IPv4 is
@@ -55,7 +85,8 @@ func (r Rule) key(kind uint8) policyRuleKey {
 }
 
 func decode(k policyRuleKey, v policyRule) RuleInfo {
-	info := RuleInfo{ID: v.Id, DstPort: k.Port, PlainTCP: v.PlainTcp != 0, Applied: v.Applied}
+	info := RuleInfo{ID: v.Id, DstPort: k.Port, PlainTCP: v.PlainTcp != 0, Applied: v.Applied,
+		DelackMax: time.Duration(v.DelackMaxUs) * time.Microsecond}
 	info.CC = kernel.CString(v.Cc[:])
 	bits := int(k.Prefixlen) - 32
 	if bits > 0 {
@@ -81,6 +112,9 @@ func (r RuleInfo) String() string {
 	}
 	if r.PlainTCP {
 		b.WriteString(" +tcp")
+	}
+	if r.DelackMax != 0 {
+		fmt.Fprintf(&b, " delack-max %v", r.DelackMax)
 	}
 	return b.String()
 }
