@@ -1,9 +1,12 @@
 package cc_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +23,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
+	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
@@ -36,10 +40,13 @@ import (
 // a 100-packet queue, 2 subflows, Reno reference, 2 runs), or a list such
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
 // runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600
-// wmem=BYTES rmem=BYTES rate=20 quickack=off,on" (ALGO:paced: loaded with
-// cc.Params.Pacing; overhead in microseconds; rate in Mbit/s; quickack:
-// the server's delayed ACKs as they are, and/or turned off, see
-// setQuickAck).
+// wmem=BYTES rmem=BYTES rate=20 quickack=off,on delack=off,8ms
+// ackwatch=on" (ALGO:paced: loaded with cc.Params.Pacing; overhead in
+// microseconds; rate in Mbit/s; quickack: the server's delayed ACKs as
+// they are, and/or turned off, see setQuickAck; delack: the server's
+// delayed-ACK timer as it is, and/or capped by the policy's rule, see
+// serverDelackPolicy; ackwatch: the server's ACK decisions watched, which
+// needs fentry).
 // cc=tcp is the control without MPTCP: one plain TCP Reno flow per client
 // path (as many as the cell has subflows), their sum against the
 // reference; uncoupled flows that lose per packet take about that many
@@ -63,6 +70,9 @@ func TestBenchFairness(t *testing.T) {
 	testenv.Bench(t)
 	m := parseMatrix(t, os.Getenv("FAIRNESS"))
 	names := m.load(t)
+	if slices.ContainsFunc(m.delacks, func(d time.Duration) bool { return d != 0 }) {
+		m.capDelack = serverDelackPolicy(t)
+	}
 	var out, ackTable strings.Builder
 	var chart fairChart
 	fmt.Fprintf(&out, "Bottleneck %g Mbit/s, kernel %s.\n\n", m.rate/1e6, kernel.Release())
@@ -445,6 +455,13 @@ type matrix struct {
 	// contest. "quickack=off,on" runs every cell both ways, one after the
 	// other. Default off.
 	quickAcks []bool
+	// delacks: the server's delayed-ACK timer capped at each in turn
+	// ("delack=off,8ms"; off: the kernel's), by the policy's rule for the
+	// subflows it accepts (policy.Rule.DelackMax), the product's answer
+	// to the held ACKs of docs/kernel-faults.md section 3. Default off.
+	// capDelack applies one (set by TestBenchFairness when a cap is asked).
+	delacks   []time.Duration
+	capDelack func(time.Duration)
 	// ackWatch ("ackwatch=on") watches the server's ACK decisions in each
 	// run's measured window (pkg/ackwatch: which test made an ACK wait,
 	// and who sent it, the timer or the reader) and adds their table. It
@@ -462,6 +479,7 @@ func parseMatrix(t *testing.T, spec string) matrix {
 		runs:      2,
 		rate:      fairRate,
 		quickAcks: []bool{false},
+		delacks:   []time.Duration{0},
 	}
 	if spec == "" || spec == "quick" {
 		return m
@@ -548,6 +566,19 @@ func parseMatrix(t *testing.T, spec string) matrix {
 				}
 				m.quickAcks = append(m.quickAcks, s == "on")
 			}
+		case "delack":
+			m.delacks = nil
+			for _, s := range list {
+				if s == "off" {
+					m.delacks = append(m.delacks, 0)
+					continue
+				}
+				d, err := time.ParseDuration(s)
+				if err != nil || d <= 0 {
+					t.Fatalf("FAIRNESS delack %q: want off or a duration such as 8ms", s)
+				}
+				m.delacks = append(m.delacks, d)
+			}
 		case "ackwatch":
 			if v != "on" && v != "off" {
 				t.Fatalf("FAIRNESS ackwatch %q: want on or off", v)
@@ -559,7 +590,7 @@ func parseMatrix(t *testing.T, spec string) matrix {
 			}
 			m.noOffload = v == "off"
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack, ackwatch)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack, delack, ackwatch)", k)
 		}
 	}
 	return m
@@ -575,15 +606,20 @@ type cell struct {
 	queue      queueSize
 	queueBytes uint32
 	subflows   int
-	quickAck   bool // the server acknowledges every segment at once
+	quickAck   bool          // the server acknowledges every segment at once
+	delack     time.Duration // the server's delayed-ACK timer capped at this (0: not)
 }
 
 // name is the cell's base RTT, with the server's quick ACKs when on.
 func (c cell) name() string {
+	s := fmt.Sprintf("%g ms", c.rttMs)
 	if c.quickAck {
-		return fmt.Sprintf("%g ms, quick ACKs", c.rttMs)
+		s += ", quick ACKs"
 	}
-	return fmt.Sprintf("%g ms", c.rttMs)
+	if c.delack != 0 {
+		s += fmt.Sprintf(", delayed ACKs <= %v", c.delack)
+	}
+	return s
 }
 
 // each builds the network of every cell in turn (one bottleneck of
@@ -609,7 +645,13 @@ func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
 						set = qa
 					}
 					c.quickAck = qa
-					f(c, n)
+					for _, d := range m.delacks {
+						if m.capDelack != nil {
+							m.capDelack(d)
+						}
+						c.delack = d
+						f(c, n)
+					}
 				}
 			}
 		}
@@ -654,6 +696,63 @@ func setQuickAck(t *testing.T, n *topo.Net, on bool) {
 		argv := append(append([]string{"ip", "route", "change"}, fields...), "quickack", val)
 		if err := netns.Exec(n.Server, argv...); err != nil {
 			t.Fatalf("quickack on the server's route %q: %v", line, err)
+		}
+	}
+}
+
+// serverDelackPolicy moves this test process into a cgroup of its own
+// (back out at the end) with the CC policy attached, and returns what sets
+// the rule for the subflows the server accepts: from the clients'
+// addresses (10.0.0.0/16), the kernel's Reno (the server sends no data),
+// the delayed-ACK timer capped at d (0: the rule removed). The sockets
+// the process opens itself connect to the server's address, which the
+// rule does not name, so only the server's subflows are capped.
+func serverDelackPolicy(t *testing.T) func(d time.Duration) {
+	mnt, err := policy.CgroupMount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path string
+	for _, line := range strings.Split(string(self), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok { // v2's line, in a hybrid hierarchy too
+			path = p
+		}
+	}
+	if path == "" {
+		t.Fatalf("/proc/self/cgroup %q: no cgroup v2 path", self)
+	}
+	home := filepath.Join(mnt, path)
+	cg := testkernel.Cgroup(t, home)
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), pid, 0); err != nil {
+		t.Fatalf("moving the test into %s: %v", cg, err)
+	}
+	root := testkernel.PinRoot(t)
+	t.Cleanup(func() { // before the cgroup's own clean-up removes it
+		if as, err := policy.List(root); err == nil {
+			for _, a := range as {
+				t.Logf("the server's policy: %+v", a.Counters)
+			}
+		}
+		_ = policy.Detach(cg, root)
+		if err := os.WriteFile(filepath.Join(home, "cgroup.procs"), pid, 0); err != nil {
+			t.Errorf("moving the test back into %s: %v", home, err)
+		}
+	})
+	clients := netip.MustParsePrefix("10.0.0.0/16")
+	return func(d time.Duration) {
+		if d == 0 {
+			if err := policy.Detach(cg, root); err != nil && !errors.Is(err, policy.ErrNoPolicy) {
+				t.Fatal(err)
+			}
+			return
+		}
+		if _, err := policy.AttachRule(policy.Rule{Cgroup: cg, CC: "reno", Dst: clients, DelackMax: d}, root); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
