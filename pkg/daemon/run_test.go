@@ -237,6 +237,19 @@ func TestRunRollback(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 
+	// A delayed-ACK cap the kernel would refuse: refused before anything
+	// is loaded.
+	cfg = testConfig(root, name, OnExitKeep)
+	cfg.Policies[1].DelackMax = time.Second
+	fp = newFake()
+	_, err = runAsync(t, cfg, fp)
+	if err == nil || !strings.Contains(err.Error(), "policies[1].delack_max: invalid rule: delayed-ACK cap 1s is outside what the kernel takes") {
+		t.Fatalf("err = %v", err)
+	}
+	if cc.IsRegistered(name) || fp.log() != "" {
+		t.Errorf("something was done before the preflight failed: registered=%v calls=%q", cc.IsRegistered(name), fp.log())
+	}
+
 	// An adopted algorithm survives the rollback of a failed start.
 	a, _ := cc.Lookup("olia")
 	if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: cc.Params{RSFTarget: cc.DefaultRSFTarget}}); err != nil {

@@ -49,13 +49,13 @@ func CheckDelackMax(d time.Duration) error { return validDelack(d, kernel.HZ()) 
 // the kernel's tick rate (0: unknown, so the floor is 1 ms and the kernel
 // counts a cap below its two ticks as an error).
 func validDelack(d time.Duration, hz int) error {
-	floor := time.Millisecond
+	floor, why := time.Millisecond, "at least two of the kernel's ticks, whose rate (CONFIG_HZ) is not known here"
 	if hz > 0 {
-		floor = max(floor, 2*time.Second/time.Duration(hz))
+		floor, why = max(floor, 2*time.Second/time.Duration(hz)), fmt.Sprintf("two of its ticks at HZ=%d", hz)
 	}
 	if d < floor || d > delackCeiling {
-		return fmt.Errorf("%w: delayed-ACK cap %v is outside what the kernel takes, %v to %v (two of its ticks at HZ=%d, up to TCP_DELACK_MAX)",
-			ErrInvalidRule, d, floor, delackCeiling, hz)
+		return fmt.Errorf("%w: delayed-ACK cap %v is outside what the kernel takes, %v (%s) to %v (TCP_DELACK_MAX)",
+			ErrInvalidRule, d, floor, why, delackCeiling)
 	}
 	return nil
 }
