@@ -35,13 +35,17 @@ var (
 		"A per-cgroup policy rule the daemon keeps in force; the value is always 1.",
 		[]string{"cgroup", "cc", "dst", "dst_port", "tcp"}, nil)
 	descPolicyErrors = prometheus.NewDesc("mptcp_cc_policy_errors_total",
-		"Sockets whose congestion control a cgroup's policy program failed to set (bpf_setsockopt failed, e.g. the CC was unloaded).",
+		"Sockets whose congestion control (or delayed-ACK cap) a cgroup's policy program failed to set (bpf_setsockopt failed, e.g. the CC was unloaded).",
+		[]string{"cgroup"}, nil)
+	descPolicyDelack = prometheus.NewDesc("mptcp_cc_policy_delack_capped_total",
+		"Sockets whose delayed-ACK timer a cgroup's policy rule capped (delack_max).",
 		[]string{"cgroup"}, nil)
 )
 
 func (c *policyCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descPolicy
 	ch <- descPolicyErrors
+	ch <- descPolicyDelack
 }
 
 func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
@@ -66,5 +70,6 @@ func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
 			continue // the cgroup is gone: its program sees no socket
 		}
 		ch <- prometheus.MustNewConstMetric(descPolicyErrors, prometheus.CounterValue, float64(a.Counters.Errors), a.Cgroup)
+		ch <- prometheus.MustNewConstMetric(descPolicyDelack, prometheus.CounterValue, float64(a.Counters.Delack), a.Cgroup)
 	}
 }
