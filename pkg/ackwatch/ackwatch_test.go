@@ -1,7 +1,6 @@
 package ackwatch_test
 
 import (
-	"net/netip"
 	"testing"
 	"time"
 
@@ -106,7 +105,7 @@ func TestStartErrors(t *testing.T) {
 	if _, err := ackwatch.Start(""); err == nil {
 		t.Error("a watch without a namespace started")
 	}
-	if _, err := ackwatch.Start("no-such-ns-" + netip.MustParseAddr("10.0.0.1").String()); err == nil {
+	if _, err := ackwatch.Start(testenv.Unique("no-such-ns-")); err == nil {
 		t.Error("a watch on a namespace that does not exist started")
 	}
 }
