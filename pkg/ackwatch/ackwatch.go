@@ -14,7 +14,6 @@ package ackwatch
 import (
 	"errors"
 	"fmt"
-	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -108,15 +107,15 @@ func Start(namespace string) (*Watch, error) {
 	if namespace == "" {
 		return nil, errors.New("ackwatch: no namespace given: a watch covers one named network namespace")
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(netns.Path(namespace), &st); err != nil {
-		return nil, fmt.Errorf("ackwatch: network namespace %q: %w", namespace, err)
+	ino, err := netns.Inode(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("ackwatch: %w", err)
 	}
 	spec, err := loadAckwatch()
 	if err != nil {
 		return nil, fmt.Errorf("ackwatch: reading the object: %w", err)
 	}
-	if err := spec.Variables["netns_ino"].Set(uint32(st.Ino)); err != nil {
+	if err := spec.Variables["netns_ino"].Set(ino); err != nil {
 		return nil, fmt.Errorf("ackwatch: %w", err)
 	}
 	w := &Watch{}

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -229,11 +228,11 @@ func nsInode(name string) (uint32, error) {
 	if name == "" {
 		return 0, errors.New("cawatch: no namespace given: a watch covers one named network namespace")
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(netns.Path(name), &st); err != nil {
-		return 0, fmt.Errorf("cawatch: network namespace %q: %w", name, err)
+	ino, err := netns.Inode(name)
+	if err != nil {
+		return 0, fmt.Errorf("cawatch: %w", err)
 	}
-	return uint32(st.Ino), nil
+	return ino, nil
 }
 
 // Counts sums the totals so far.

@@ -24,6 +24,19 @@ const Dir = "/run/netns"
 // Path returns the bind-mount path of the named namespace.
 func Path(name string) string { return filepath.Join(Dir, name) }
 
+// Inode is the named namespace's inode number, what the kernel's
+// net->ns.inum holds: how a BPF program tells a namespace's sockets apart.
+func Inode(name string) (uint32, error) {
+	if name == "" {
+		return 0, errors.New("no namespace given")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(Path(name), &st); err != nil {
+		return 0, fmt.Errorf("network namespace %q: %w", name, err)
+	}
+	return uint32(st.Ino), nil
+}
+
 // Create makes a new named namespace with its loopback up.
 func Create(name string) error {
 	if err := run("ip", "netns", "add", name); err != nil {
