@@ -31,12 +31,7 @@ func resolved(t *testing.T, yaml string) (Config, []resolvedPolicy) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := resolvedPolicy{index: i, cfg: p}
-		r.rule.Cgroup, r.rule.CC, r.rule.DstPort, r.rule.PlainTCP, r.rule.DelackMax = abs, p.CC, p.DstPort, p.TCP, p.DelackMax
-		if p.Dst != "" {
-			r.rule.Dst, _ = parseDst(p.Dst)
-		}
-		pols = append(pols, r)
+		pols = append(pols, resolvedPolicy{index: i, cfg: p, rule: p.rule(abs)})
 	}
 	return cfg, pols
 }

@@ -45,11 +45,7 @@ func preflight(cfg Config, pe PolicyEngine) ([]resolvedPolicy, error) {
 				continue
 			}
 		}
-		r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP, DelackMax: p.DelackMax}
-		if p.Dst != "" {
-			r.Dst, _ = parseDst(p.Dst)
-		}
-		out = append(out, resolvedPolicy{index: i, cfg: p, rule: r})
+		out = append(out, resolvedPolicy{index: i, cfg: p, rule: p.rule(abs)})
 	}
 	if len(cfg.Policies) > 0 {
 		if _, err := pe.List(cfg.PolicyBPFFS); err != nil {
@@ -130,6 +126,16 @@ func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded
 	}
 	log.Info("loaded", "name", a.Name, "algo", a.Algo, "lisa", a.LISA, "rsf_target", a.RSFTarget, "pacing", a.Pacing)
 	return actLoaded, nil
+}
+
+// rule is the policy rule a configured policy asks for, in the cgroup
+// resolved to abs (Dst was validated with the file).
+func (p Policy) rule(abs string) policy.Rule {
+	r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP, DelackMax: p.DelackMax}
+	if p.Dst != "" {
+		r.Dst, _ = parseDst(p.Dst)
+	}
+	return r
 }
 
 // sameRule compares what a policy rule selects and gives.
@@ -287,11 +293,7 @@ func policiesForRemoval(cfg Config, pe PolicyEngine) []resolvedPolicy {
 				abs = filepath.Join(mnt, abs)
 			}
 		}
-		r := policy.Rule{Cgroup: abs, CC: p.CC, DstPort: p.DstPort, PlainTCP: p.TCP, DelackMax: p.DelackMax}
-		if p.Dst != "" {
-			r.Dst, _ = parseDst(p.Dst)
-		}
-		out = append(out, resolvedPolicy{index: i, cfg: p, rule: r})
+		out = append(out, resolvedPolicy{index: i, cfg: p, rule: p.rule(abs)})
 	}
 	return out
 }
