@@ -35,6 +35,9 @@
  *                                 split __tcp_send_ack, so its entry does
  *                                 not see the calls).
  *
+ * Every hook runs for every socket of the machine while the watch is on,
+ * so each tests the namespace first and touches no map for the others.
+ *
  * Every one of these is a global or BTF-visible function on the kernels
  * tried (6.18, 7.3.4); fentry needs a kernel not in lockdown.
  */
@@ -193,9 +196,9 @@ static __always_inline void count_gate(struct ackwatch_counts *n, struct tcp_soc
 SEC("fexit/__tcp_select_window")
 int BPF_PROG(ackwatch_window, struct sock *sk, __u32 ret)
 {
-	struct ackwatch_cpu *c = this_cpu();
+	struct ackwatch_cpu *c;
 
-	if (!c || !watched(sk))
+	if (!watched(sk) || !(c = this_cpu()))
 		return 0;
 	c->window_sk = (__u64)sk;
 	c->window = ret;
@@ -205,16 +208,14 @@ int BPF_PROG(ackwatch_window, struct sock *sk, __u32 ret)
 SEC("fentry/tcp_send_delayed_ack")
 int BPF_PROG(ackwatch_delayed, struct sock *sk)
 {
-	struct ackwatch_cpu *c = this_cpu();
 	struct ackwatch_counts *n;
+	struct ackwatch_cpu *c;
 	__u64 key = (__u64)sk;
 	__u32 w = WHY_OTHER;
 	struct tcp_sock *tp;
 
-	if (!c)
-		return 0;
 	n = watched_tcp(sk, &tp);
-	if (!n)
+	if (!n || !(c = this_cpu()))
 		return 0;
 	if (tp->rcv_nxt - tp->rcv_wup <= tp->inet_conn.icsk_ack.rcv_mss) {
 		w = WHY_ONE_SEGMENT;
@@ -231,9 +232,9 @@ int BPF_PROG(ackwatch_delayed, struct sock *sk)
 SEC("fentry/tcp_delack_timer_handler")
 int BPF_PROG(ackwatch_timer_in, struct sock *sk)
 {
-	struct ackwatch_cpu *c = this_cpu();
+	struct ackwatch_cpu *c;
 
-	if (c && watched(sk))
+	if (watched(sk) && (c = this_cpu()))
 		c->timer_sk = (__u64)sk;
 	return 0;
 }
@@ -241,9 +242,9 @@ int BPF_PROG(ackwatch_timer_in, struct sock *sk)
 SEC("fexit/tcp_delack_timer_handler")
 int BPF_PROG(ackwatch_timer_out, struct sock *sk)
 {
-	struct ackwatch_cpu *c = this_cpu();
+	struct ackwatch_cpu *c;
 
-	if (c)
+	if (watched(sk) && (c = this_cpu()))
 		c->timer_sk = 0;
 	return 0;
 }
@@ -251,14 +252,12 @@ int BPF_PROG(ackwatch_timer_out, struct sock *sk)
 SEC("fentry/tcp_cleanup_rbuf")
 int BPF_PROG(ackwatch_reader_in, struct sock *sk, int copied)
 {
-	struct ackwatch_cpu *c = this_cpu();
 	struct ackwatch_counts *n;
+	struct ackwatch_cpu *c;
 	struct tcp_sock *tp;
 
-	if (!c)
-		return 0;
 	n = watched_tcp(sk, &tp);
-	if (!n)
+	if (!n || !(c = this_cpu()))
 		return 0;
 	n->reader_calls++;
 	if (timer_armed(tp))
@@ -301,9 +300,9 @@ int BPF_PROG(ackwatch_mptcp_reader, struct mptcp_sock *msk, int copied)
 SEC("fexit/tcp_cleanup_rbuf")
 int BPF_PROG(ackwatch_reader_out, struct sock *sk, int copied)
 {
-	struct ackwatch_cpu *c = this_cpu();
+	struct ackwatch_cpu *c;
 
-	if (c)
+	if (watched(sk) && (c = this_cpu()))
 		c->reader_sk = 0;
 	return 0;
 }
@@ -311,16 +310,14 @@ int BPF_PROG(ackwatch_reader_out, struct sock *sk, int copied)
 SEC("fentry/tcp_send_ack")
 int BPF_PROG(ackwatch_ack, struct sock *sk)
 {
-	struct ackwatch_cpu *c = this_cpu();
 	struct ackwatch_counts *n;
+	struct ackwatch_cpu *c;
 	__u64 key = (__u64)sk;
 	struct tcp_sock *tp;
 	__u32 *w;
 
-	if (!c)
-		return 0;
 	n = watched_tcp(sk, &tp);
-	if (!n)
+	if (!n || !(c = this_cpu()))
 		return 0;
 	n->acks++;
 	if (c->reader_sk == key) {
