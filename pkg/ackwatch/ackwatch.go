@@ -72,16 +72,21 @@ type Counts struct {
 	Gate [Gates]uint64
 }
 
-// TimerShare is the part of the ACKs the timer sent.
-func (c Counts) TimerShare() float64 {
+// TimerACKs are the ACKs the delayed-ACK timer sent, whatever made them wait.
+func (c Counts) TimerACKs() uint64 {
 	var t uint64
 	for _, v := range c.ByTimer {
 		t += v
 	}
+	return t
+}
+
+// TimerShare is the part of the ACKs the timer sent.
+func (c Counts) TimerShare() float64 {
 	if c.ACKs == 0 {
 		return 0
 	}
-	return float64(t) / float64(c.ACKs)
+	return float64(c.TimerACKs()) / float64(c.ACKs)
 }
 
 // Totals are the watch's counts for plain TCP sockets and MPTCP subflows.

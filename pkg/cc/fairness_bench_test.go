@@ -130,11 +130,7 @@ func ackRow(c ackwatch.Counts) string {
 		}
 		return fmt.Sprintf("%.2f%%", 100*float64(v)/float64(c.ACKs))
 	}
-	var timer uint64
-	for _, v := range c.ByTimer {
-		timer += v
-	}
-	return fmt.Sprintf(" %d | %s | %d / %d / %d | %s | %d / %d | %d / %d / %d / %d |", c.ACKs, share(timer),
+	return fmt.Sprintf(" %d | %s | %d / %d / %d | %s | %d / %d | %d / %d / %d / %d |", c.ACKs, share(c.TimerACKs()),
 		c.ByTimer[ackwatch.OneSegment], c.ByTimer[ackwatch.Window], c.ByTimer[ackwatch.Raised],
 		share(c.ByReader), c.ReaderPending, c.ByReader,
 		c.Gate[ackwatch.GateOpen], c.Gate[ackwatch.GateNotCopied], c.Gate[ackwatch.GateNotPushed], c.Gate[ackwatch.GateRmem])
