@@ -21,7 +21,7 @@ export MPTCP_CC_VNG ?= $(VNG_DIR)/bin/vng
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd mptcpd-plugins \
 	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus \
-	qemu-system-x86 python3-venv
+	qemu-system-x86 python3-venv busybox-static
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.
@@ -33,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -213,3 +213,18 @@ repro-kernel-vm: deps generate
 		$(GO) test -count=1 -timeout 0 -run '^TestIntegrityInVM$$' -v ./pkg/lab/integrity/
 	MPTCP_CC_BENCH=1 FAIRNESS_VM='$(REPRO_FAIRNESS_VM)' flock $(REPRO_LOCK) \
 		$(GO) test -count=1 -timeout 0 -run '^TestBenchFairnessInVM$$' -v ./pkg/cc/
+
+# The wrong-bytes reproducer in Debian's own kernels, one VM each in place
+# of the test kernel: scripts/debian-kernel.sh fetches each package with a
+# private apt state (the host's sources stay as they are) and unpacks it into
+# KERNEL_CACHE. Reports: lab-results/integrity-vm-VERSION-amd64.
+DEBIAN_KERNELS ?= 6.12.117+deb12 6.18.15+deb13 7.2.13+deb14 7.3.4+deb13
+KERNEL_CACHE   ?= $(HOME)/.cache/mptcp-cc/kernels
+
+repro-kernel-debian: deps generate
+	@for v in $(DEBIAN_KERNELS); do \
+		k=$$(scripts/debian-kernel.sh "$$v" '$(KERNEL_CACHE)') || exit 1; \
+		echo "== $$v"; \
+		MPTCP_CC_VM_KIMG="$$k" MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) flock $(REPRO_LOCK) \
+			$(GO) test -count=1 -timeout 0 -run '^TestIntegrityInVM$$' -v ./pkg/lab/integrity/ || exit 1; \
+	done

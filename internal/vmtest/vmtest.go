@@ -9,6 +9,12 @@
 // beside the repository); virtme-ng is MPTCP_CC_VNG (make deps installs it).
 // Where the kernel is absent, tests skip and say so, CI included: the
 // kernel is test equipment that only some machines have.
+//
+// MPTCP_CC_VM_KIMG boots another kernel image with the same boot.sh: one
+// of Debian's, which scripts/debian-kernel.sh unpacks with its modules
+// beside it (make repro-kernel-debian), to find which kernels show a fault.
+// Such kernels build veth, tbf and MPTCP's diag as modules: the guest loads
+// them before the tests.
 package vmtest
 
 import (
@@ -24,6 +30,10 @@ import (
 	"time"
 )
 
+// KernelImageEnv names a kernel image to boot instead of the test kernel's
+// bzImage (the directory of boot.sh is still Kernel's).
+const KernelImageEnv = "MPTCP_CC_VM_KIMG"
+
 // Kernel returns the directory of the test kernel (its boot.sh and
 // bzImage), or skips the test when there is none.
 func Kernel(t testing.TB) string {
@@ -36,6 +46,11 @@ func Kernel(t testing.TB) string {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bzImage")); err != nil {
 		t.Skipf("no test kernel at %s (set MPTCP_CC_TEST_KERNEL to the mptcp-bpf-sched kernel's directory): VM test skipped", dir)
+	}
+	if k := os.Getenv(KernelImageEnv); k != "" {
+		if _, err := os.Stat(k); err != nil {
+			t.Fatalf("%s=%s: %v (scripts/debian-kernel.sh VERSION DIR fetches one of Debian's)", KernelImageEnv, k, err)
+		}
 	}
 	return dir
 }
@@ -81,6 +96,9 @@ func Run(t testing.TB, script string, timeout time.Duration, writable ...string)
 		out := t.TempDir()
 		wrapped := fmt.Sprintf("(%s) > %s/out 2>&1; echo $? > %s/rc", script, out, out)
 		args := []string{"-w", out, "-t", strconv.Itoa(int(timeout.Seconds()))}
+		if k := os.Getenv(KernelImageEnv); k != "" {
+			args = append(args, "-k", k)
+		}
 		for _, w := range writable {
 			args = append(args, "-w", w)
 		}
@@ -181,7 +199,11 @@ func RunTestsWith(t *testing.T, pattern string, timeout time.Duration, o TestOpt
 			t.Fatal(err)
 		}
 	}
-	script := fmt.Sprintf("mount -t bpf bpf /sys/fs/bpf && cd %s && env %s%s=1 %s -test.run '%s' -test.count=1 -test.timeout %ds%s",
+	// A modular kernel (KernelImageEnv) needs these loaded; on the test
+	// kernel they are built in and modprobe finds no modules directory,
+	// which is not an error here.
+	script := fmt.Sprintf("modprobe -a -q veth sch_tbf sch_htb sch_netem mptcp_diag tcp_diag 2>/dev/null; "+
+		"mount -t bpf bpf /sys/fs/bpf && cd %s && env %s%s=1 %s -test.run '%s' -test.count=1 -test.timeout %ds%s",
 		wd, env, GuestEnv, bin, pattern, int(timeout.Seconds()), v)
 	r := Run(t, script, timeout+60*time.Second, o.Writable...)
 	t.Logf("VM run took %v; guest output:\n%s", r.Took.Round(time.Millisecond), r.Output)

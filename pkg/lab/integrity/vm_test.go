@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +26,9 @@ import (
 const vmEnv = "MPTCP_CC_REPRO_VM"
 
 // TestIntegrityInVM boots the shared test kernel (a newer kernel than the
-// host's) and runs the wrong-bytes reproducer there: kernel cubic, our LIA
-// and cubic with DSS checksums. The report goes to lab-results/integrity-vm.
+// host's), or the image MPTCP_CC_VM_KIMG names, and runs the wrong-bytes
+// reproducer there: kernel cubic, our LIA and cubic with DSS checksums.
+// The report goes to lab-results/integrity-vm (-IMAGE for another image).
 func TestIntegrityInVM(t *testing.T) {
 	conns := os.Getenv(vmEnv)
 	if conns == "" {
@@ -38,7 +40,13 @@ func TestIntegrityInVM(t *testing.T) {
 		t.Fatalf("%s=%q: want a number of connections per arm", vmEnv, conns)
 	}
 	_, file, _, _ := runtime.Caller(0)
-	out, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "..", "lab-results", "integrity-vm"))
+	// One report per kernel: another image than the test kernel's
+	// (make repro-kernel-debian) writes beside it, under its own name.
+	name := "integrity-vm"
+	if k := os.Getenv(vmtest.KernelImageEnv); k != "" {
+		name += "-" + strings.TrimPrefix(filepath.Base(k), "vmlinuz-")
+	}
+	out, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "..", "lab-results", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# debian-kernel.sh VERSION CACHE: fetch Debian's kernel VERSION (for example
+# 6.12.117+deb12, 6.18.15+deb13, 7.2.13+deb14: the part of the package name
+# linux-image-VERSION-amd64) into CACHE/VERSION and print the path of its
+# image. The VM tests boot it in place of the shared test kernel
+# (MPTCP_CC_VM_KIMG, internal/vmtest), to find which kernels show a fault.
+#
+# Why a private apt state: the packages come from suites this host does not
+# use (bookworm-security, trixie, trixie-backports, sid), and the host's
+# sources and package lists must stay as they are. Nothing is installed: the
+# package is unpacked, and depmod indexes its modules there, because Debian's
+# kernels build veth, sch_tbf, mptcp_diag and virtio's 9p as modules, which
+# virtme-ng loads from beside the image (it needs busybox for that).
+set -euo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 VERSION CACHE (VERSION as in linux-image-VERSION-amd64, e.g. 6.12.117+deb12)" >&2; exit 2; }
+version=$1 cache=$2
+pkg=linux-image-$version-amd64
+dir=$cache/$version
+kimg=$dir/boot/vmlinuz-$version-amd64
+
+if [ -r "$kimg" ] && [ -e "$dir/.complete" ]; then
+	echo "$kimg"
+	exit 0
+fi
+
+apt=$cache/.apt
+mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc/preferences.d" "$apt/etc/sources.list.d"
+key=/usr/share/keyrings/debian-archive-keyring.gpg
+cat >"$apt/etc/sources.list" <<EOF
+deb [signed-by=$key] http://deb.debian.org/debian-security bookworm-security main
+deb [signed-by=$key] http://deb.debian.org/debian trixie main
+deb [signed-by=$key] http://deb.debian.org/debian trixie-backports main
+deb [signed-by=$key] http://deb.debian.org/debian sid main
+EOF
+opts=(-o "Dir::State=$apt" -o "Dir::State::Lists=$apt/lists" -o Dir::State::status=/dev/null
+	-o "Dir::Cache=$apt" -o "Dir::Cache::archives=$apt/archives"
+	-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o "Dir::Etc::SourceParts=$apt/etc/sources.list.d"
+	-o "Dir::Etc::Preferences=$apt/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt/etc/preferences.d"
+	-o APT::Architecture=amd64 -o APT::Sandbox::User=root -q)
+
+# The lists are fetched again when a wanted version is not in them: the
+# suites move on, and old versions leave them.
+if ! apt-cache "${opts[@]}" show "$pkg" >/dev/null 2>&1; then
+	apt-get "${opts[@]}" update >&2
+fi
+if ! apt-cache "${opts[@]}" show "$pkg" >/dev/null 2>&1; then
+	echo "debian-kernel: Debian's archive has no $pkg now; these are there:" >&2
+	apt-cache "${opts[@]}" search --names-only '^linux-image-[0-9].*-amd64$' 2>/dev/null |
+		awk '{print $1}' | grep -v -e -cloud- -e -rt- | sed 's/^linux-image-//; s/-amd64$//' | sort -V | tr '\n' ' ' >&2
+	echo >&2
+	exit 1
+fi
+(cd "$apt/archives" && apt-get "${opts[@]}" download "$pkg" >&2)
+deb=$(ls "$apt/archives/${pkg}_"*.deb | tail -n 1)
+rm -rf "$dir"
+mkdir -p "$dir"
+dpkg-deb -x "$deb" "$dir"
+rm -f "$deb"
+# Packages from trixie on put the modules under usr/ (merged /usr); this
+# host's depmod and the guest's modprobe look in lib/modules.
+if [ ! -e "$dir/lib" ] && [ -d "$dir/usr/lib/modules" ]; then
+	ln -s usr/lib "$dir/lib"
+fi
+depmod -b "$dir" "$version-amd64"
+touch "$dir/.complete"
+echo "$kimg"
