@@ -45,6 +45,13 @@ func bdpBytes(rate float64) uint32 { return uint32(rate / 8 * (2 * oneWay).Secon
 // to clear 1.8x until a CI run measured 1.79x, runs of 1.62-2.03x, while
 // the coupled CCs took 0.61-0.90x: the separation was there, the bound sat
 // inside Reno's own spread.)
+//
+// The other direction, RFC 6356's second goal (take no less than one TCP
+// flow): each coupled CC must take at least 0.4 of the TCP flow. That is
+// far below the goal (docs/results/fairness.md measures the cells where
+// the kernel keeps the subflows under it), but it fails a collapse like
+// the one issue 12 measured on 4 subflows at 1 ms (OLIA 0.24 to 0.41),
+// with room under the lowest mean seen here (OLIA 0.57).
 func TestCouplingSharedBottleneck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: measured transfers")
@@ -74,6 +81,7 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 	for _, a := range cc.Algorithms() {
 		r := measure(testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget}))
 		m.check(r <= 1.5 && r < reno, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want <= 1.5 and less than uncoupled Reno's %.2fx", a.Name, r, reno)
+		m.check(r >= 0.4, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want >= 0.4: a coupled CC must not starve its connection (RFC 6356's second goal is 1)", a.Name, r)
 	}
 }
 
