@@ -204,20 +204,22 @@ repro-subflow-loss: deps generate
 # The same in the shared test kernel's VM (QEMU without KVM: slow, so fewer
 # connections and a slower bottleneck): wrong bytes with cubic, our LIA,
 # cubic with DSS checksums (the report goes to lab-results/integrity-vm);
+# the ssthresh arms for REPRO_SSTHRESH_VM (lab-results/ssthresh-vm);
 # the subflows' loss at 5 Mbit/s (REPRO_FAIRNESS_VM; lab-results/fairness-vm).
 REPRO_VM_CONNS ?= 2000
+REPRO_SSTHRESH_VM ?= 10m
 REPRO_FAIRNESS_VM ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno runs=3 rate=5 quickack=off,on
 
 repro-kernel-vm: deps generate
-	MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) flock $(REPRO_LOCK) \
-		$(GO) test -count=1 -timeout 0 -run '^TestIntegrityInVM$$' -v ./pkg/lab/integrity/
+	MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) MPTCP_CC_REPRO_SSTHRESH_VM=$(REPRO_SSTHRESH_VM) flock $(REPRO_LOCK) \
+		$(GO) test -p 1 -count=1 -timeout 0 -run '^Test(Integrity|Ssthresh)InVM$$' -v ./pkg/lab/integrity/ ./pkg/lab/ssthresh/
 	MPTCP_CC_BENCH=1 FAIRNESS_VM='$(REPRO_FAIRNESS_VM)' flock $(REPRO_LOCK) \
 		$(GO) test -count=1 -timeout 0 -run '^TestBenchFairnessInVM$$' -v ./pkg/cc/
 
-# The wrong-bytes reproducer in Debian's own kernels, one VM each in place
+# The wrong-bytes and ssthresh reproducers in Debian's own kernels, in place
 # of the test kernel: scripts/debian-kernel.sh fetches each package with a
 # private apt state (the host's sources stay as they are) and unpacks it into
-# KERNEL_CACHE. Reports: lab-results/integrity-vm-VERSION-amd64.
+# KERNEL_CACHE. Reports: lab-results/{integrity,ssthresh}-vm-VERSION-amd64.
 DEBIAN_KERNELS ?= 6.12.117+deb12 6.18.15+deb13 7.2.13+deb14 7.3.4+deb13
 KERNEL_CACHE   ?= $(HOME)/.cache/mptcp-cc/kernels
 
@@ -225,6 +227,7 @@ repro-kernel-debian: deps generate
 	@for v in $(DEBIAN_KERNELS); do \
 		k=$$(scripts/debian-kernel.sh "$$v" '$(KERNEL_CACHE)') || exit 1; \
 		echo "== $$v"; \
-		MPTCP_CC_VM_KIMG="$$k" MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) flock $(REPRO_LOCK) \
-			$(GO) test -count=1 -timeout 0 -run '^TestIntegrityInVM$$' -v ./pkg/lab/integrity/ || exit 1; \
+		MPTCP_CC_VM_KIMG="$$k" MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) MPTCP_CC_REPRO_SSTHRESH_VM=$(REPRO_SSTHRESH_VM) \
+			flock $(REPRO_LOCK) $(GO) test -p 1 -count=1 -timeout 0 -run '^Test(Integrity|Ssthresh)InVM$$' -v \
+			./pkg/lab/integrity/ ./pkg/lab/ssthresh/ || exit 1; \
 	done

@@ -1,14 +1,9 @@
 package integrity_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +23,8 @@ const vmEnv = "MPTCP_CC_REPRO_VM"
 // TestIntegrityInVM boots the shared test kernel (a newer kernel than the
 // host's), or the image MPTCP_CC_VM_KIMG names, and runs the wrong-bytes
 // reproducer there: kernel cubic, our LIA and cubic with DSS checksums.
-// The report goes to lab-results/integrity-vm (-IMAGE for another image).
+// The report goes to lab-results/integrity-vm (-IMAGE for another image,
+// vmtest.RunReport).
 func TestIntegrityInVM(t *testing.T) {
 	conns := os.Getenv(vmEnv)
 	if conns == "" {
@@ -39,29 +35,10 @@ func TestIntegrityInVM(t *testing.T) {
 	if err != nil || n < 1 {
 		t.Fatalf("%s=%q: want a number of connections per arm", vmEnv, conns)
 	}
-	_, file, _, _ := runtime.Caller(0)
-	// One report per kernel: another image than the test kernel's
-	// (make repro-kernel-debian) writes beside it, under its own name.
-	name := "integrity-vm"
-	if k := os.Getenv(vmtest.KernelImageEnv); k != "" {
-		name += "-" + strings.TrimPrefix(filepath.Base(k), "vmlinuz-")
-	}
-	out, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "..", "lab-results", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Three arms at no fewer than 20 connections a second under TCG, and
 	// room to boot.
 	timeout := 10*time.Minute + time.Duration(3*n)*time.Second/20
-	vmtest.RunTestsWith(t, "^TestGuestIntegrity$", timeout, vmtest.TestOptions{
-		Env:      []string{vmEnv + "=" + conns, "MPTCP_CC_REPRO_OUT=" + out},
-		Writable: []string{out},
-	})
-	text, err := os.ReadFile(filepath.Join(out, "report.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("report (%s):\n%s", out, text)
+	vmtest.RunReport(t, "^TestGuestIntegrity$", timeout, "integrity-vm", vmEnv+"="+conns)
 }
 
 func TestGuestIntegrity(t *testing.T) {
@@ -70,7 +47,6 @@ func TestGuestIntegrity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := os.Getenv("MPTCP_CC_REPRO_OUT")
 	root := testkernel.PinRoot(t)
 	lia := testkernel.Load(t, root, "lia", cc.Params{})
 	prefix := testenv.Unique("mpcc-")
@@ -84,18 +60,7 @@ func TestGuestIntegrity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text bytes.Buffer
-	rep.WriteText(&text)
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(out, "report.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	vmtest.SaveReport(t, rep)
 	for _, a := range rep.Arms {
 		if a.Failed > 0 || a.Conns != n {
 			t.Errorf("%s: %d checked, %d failed of %d: %v", a.Name, a.Conns, a.Failed, n, a.Errors)
