@@ -16,10 +16,15 @@ set -euo pipefail
 version=$1 cache=$2
 pkg=linux-image-$version-amd64
 dir=$cache/$version
-kimg=$dir/boot/vmlinuz-$version-amd64
+# Where the image lands: boot/ up to 7.1, the modules' directory from 7.2.
+image() {
+	for k in "$dir/boot/vmlinuz-$version-amd64" "$dir/usr/lib/modules/$version-amd64/vmlinuz"; do
+		[ -r "$k" ] && { echo "$k"; return 0; }
+	done
+	return 1
+}
 
-if [ -r "$kimg" ] && [ -e "$dir/.complete" ]; then
-	echo "$kimg"
+if [ -e "$dir/.complete" ] && image; then
 	exit 0
 fi
 
@@ -50,12 +55,23 @@ if ! apt-cache "${opts[@]}" show "$pkg" >/dev/null 2>&1; then
 	echo >&2
 	exit 1
 fi
-(cd "$apt/archives" && apt-get "${opts[@]}" download "$pkg" >&2)
-deb=$(ls "$apt/archives/${pkg}_"*.deb | tail -n 1)
+# Kernels from 7.2 on split the image package: the kernel is in
+# linux-binary-*, its modules in linux-modules-*; fetch those where they are.
+pkgs=("$pkg")
+for part in linux-binary-$version-amd64 linux-modules-$version-amd64; do
+	if apt-cache "${opts[@]}" show "$part" >/dev/null 2>&1; then
+		pkgs+=("$part")
+	fi
+done
+rm -f "$apt/archives/"*.deb
+(cd "$apt/archives" && apt-get "${opts[@]}" download "${pkgs[@]}" >&2)
 rm -rf "$dir"
 mkdir -p "$dir"
-dpkg-deb -x "$deb" "$dir"
-rm -f "$deb"
+for deb in "$apt/archives/"*.deb; do
+	dpkg-deb -x "$deb" "$dir"
+done
+rm -f "$apt/archives/"*.deb
+image >/dev/null || { echo "debian-kernel: ${pkgs[*]} unpacked into $dir, but no kernel image is there" >&2; exit 1; }
 # Packages from trixie on put the modules under usr/ (merged /usr); this
 # host's depmod and the guest's modprobe look in lib/modules.
 if [ ! -e "$dir/lib" ] && [ -d "$dir/usr/lib/modules" ]; then
@@ -63,4 +79,4 @@ if [ ! -e "$dir/lib" ] && [ -d "$dir/usr/lib/modules" ]; then
 fi
 depmod -b "$dir" "$version-amd64"
 touch "$dir/.complete"
-echo "$kimg"
+image

@@ -27,7 +27,13 @@ const reportEnv = "MPTCP_CC_REPRO_OUT"
 func RunReport(t *testing.T, pattern string, timeout time.Duration, name string, env ...string) {
 	t.Helper()
 	if k := os.Getenv(KernelImageEnv); k != "" {
-		name += "-" + strings.TrimPrefix(filepath.Base(k), "vmlinuz-")
+		// boot/vmlinuz-VERSION, or lib/modules/VERSION/vmlinuz (Debian
+		// from 7.2 on).
+		v := strings.TrimPrefix(filepath.Base(k), "vmlinuz-")
+		if v == "vmlinuz" {
+			v = filepath.Base(filepath.Dir(k))
+		}
+		name += "-" + v
 	}
 	_, file, _, _ := runtime.Caller(0)
 	// internal/vmtest -> the repository.

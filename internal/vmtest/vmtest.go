@@ -199,10 +199,10 @@ func RunTestsWith(t *testing.T, pattern string, timeout time.Duration, o TestOpt
 			t.Fatal(err)
 		}
 	}
-	// A modular kernel (KernelImageEnv) needs these loaded; on the test
-	// kernel they are built in and modprobe finds no modules directory,
-	// which is not an error here.
-	script := fmt.Sprintf("modprobe -a -q veth sch_tbf sch_htb sch_netem mptcp_diag tcp_diag 2>/dev/null; "+
+	// A modular kernel (KernelImageEnv) needs these loaded (tun: linkem's
+	// emulated links); on the test kernel they are built in and modprobe
+	// finds no modules directory, which is not an error here.
+	script := fmt.Sprintf("for m in veth tun sch_tbf sch_htb sch_netem mptcp_diag tcp_diag; do modprobe -q $m; done 2>/dev/null; "+
 		"mount -t bpf bpf /sys/fs/bpf && cd %s && env %s%s=1 %s -test.run '%s' -test.count=1 -test.timeout %ds%s",
 		wd, env, GuestEnv, bin, pattern, int(timeout.Seconds()), v)
 	r := Run(t, script, timeout+60*time.Second, o.Writable...)

@@ -215,9 +215,11 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	for s := range cfg.Servers {
 		m.Servers = append(m.Servers, id+"-s"+strconv.Itoa(s))
 	}
+	// The returns below give m nil: close what was built through a copy.
+	built := m
 	defer func() {
 		if err != nil {
-			_ = m.Close()
+			_ = built.Close()
 		}
 	}()
 

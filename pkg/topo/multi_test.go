@@ -135,3 +135,30 @@ func TestMultiValidate(t *testing.T) {
 		}
 	}
 }
+
+// A build that fails after its namespaces exist (here: an MPTCP subflow
+// limit the kernel refuses, which only `ip mptcp limits` checks) returns
+// the error and removes what it made. It once closed a nil network
+// instead: a panic, and every namespace left behind.
+func TestMultiFailedBuildLeavesNothing(t *testing.T) {
+	testenv.RequireRoot(t)
+	prefix := testenv.Unique("mpcc-mf")
+	t.Cleanup(func() { topo.CleanPrefix(prefix) })
+	_, err := topo.BuildMulti(topo.MultiConfig{
+		Prefix:  prefix,
+		Hosts:   []topo.HostConfig{{Name: "mp", Paths: []int{0, 1}, MaxSubflows: 100}},
+		Links:   []topo.LinkConfig{{Name: "a"}, {Name: "b"}},
+		Servers: []topo.ServerConfig{{Name: "s"}},
+	})
+	if err == nil {
+		t.Fatal("BuildMulti accepted a subflow limit of 100")
+	}
+	t.Logf("refused: %v", err)
+	left, lerr := topo.ListPrefix(prefix)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	if len(left) > 0 {
+		t.Errorf("the failed build (%v) left namespaces %v", err, left)
+	}
+}
