@@ -14,17 +14,15 @@ import (
 
 // The reproducers (make repro-kernel-vm, make repro-kernel-debian) run a
 // guest test that writes a report, which the host-side test then shows.
-// The report lands in lab-results/NAME of the repository, or
-// lab-results/NAME-IMAGE when KernelImageEnv boots another kernel, so that
-// each kernel keeps its own.
+// The report lands in ResultsDir.
 
 // reportEnv passes the report's directory to the guest.
 const reportEnv = "MPTCP_CC_REPRO_OUT"
 
-// RunReport boots the VM, runs the guest tests matching pattern (which
-// call SaveReport) with env set, and logs the report they saved under
-// lab-results/NAME.
-func RunReport(t *testing.T, pattern string, timeout time.Duration, name string, env ...string) {
+// ResultsDir is lab-results/NAME in the repository, or NAME-VERSION when
+// KernelImageEnv boots another kernel (VERSION from the image's path), so
+// that each kernel's results stay apart.
+func ResultsDir(t testing.TB, name string) string {
 	t.Helper()
 	if k := os.Getenv(KernelImageEnv); k != "" {
 		// boot/vmlinuz-VERSION, or lib/modules/VERSION/vmlinuz (Debian
@@ -41,6 +39,15 @@ func RunReport(t *testing.T, pattern string, timeout time.Duration, name string,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// RunReport boots the VM, runs the guest tests matching pattern (which
+// call SaveReport) with env set, and logs the report they saved in
+// ResultsDir(name).
+func RunReport(t *testing.T, pattern string, timeout time.Duration, name string, env ...string) {
+	t.Helper()
+	out := ResultsDir(t, name)
 	RunTestsWith(t, pattern, timeout, TestOptions{Env: append(env, reportEnv+"="+out), Writable: []string{out}})
 	text, err := os.ReadFile(filepath.Join(out, "report.txt"))
 	if err != nil {

@@ -3,7 +3,6 @@ package cc_test
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -25,7 +24,8 @@ const fairnessVMDefault = "rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno runs=3 r
 // the share that plain flows get? FAIRNESS_VM picks the cells as FAIRNESS
 // does (default fairnessVMDefault); the table goes to
 // lab-results/fairness-vm/fairness.md (and .svg), headed by the guest's
-// kernel release.
+// kernel release; for another kernel image (MPTCP_CC_VM_KIMG), under
+// fairness-vm-VERSION (vmtest.ResultsDir).
 func TestBenchFairnessInVM(t *testing.T) {
 	testenv.Bench(t)
 	testenv.RequireRoot(t)
@@ -35,11 +35,7 @@ func TestBenchFairnessInVM(t *testing.T) {
 		spec = fairnessVMDefault
 	}
 	m := parseMatrix(t, spec) // a bad spec fails here, before the VM boots
-	_, file, _, _ := runtime.Caller(0)
-	out, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", "..", "lab-results", "fairness-vm"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := vmtest.ResultsDir(t, "fairness-vm")
 	// Each run is 23 s of transfer (8 s warm-up, 15 s measured) per arm,
 	// the one-subflow arm included; QEMU's boot and each network's set-up
 	// take the rest.
