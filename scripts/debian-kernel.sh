@@ -16,8 +16,10 @@ set -euo pipefail
 version=$1 cache=$2
 pkg=linux-image-$version-amd64
 dir=$cache/$version
-# Where the image lands: boot/ up to 7.1, the modules' directory from 7.2.
+# Where the image lands: boot/ in the older packages, the modules'
+# directory in the split ones (linux-binary-*, e.g. 7.2.13+deb14).
 image() {
+	local k
 	for k in "$dir/boot/vmlinuz-$version-amd64" "$dir/usr/lib/modules/$version-amd64/vmlinuz"; do
 		[ -r "$k" ] && { echo "$k"; return 0; }
 	done
@@ -55,7 +57,7 @@ if ! apt-cache "${opts[@]}" show "$pkg" >/dev/null 2>&1; then
 	echo >&2
 	exit 1
 fi
-# Kernels from 7.2 on split the image package: the kernel is in
+# Newer packages (7.2.13+deb14) split the image package: the kernel is in
 # linux-binary-*, its modules in linux-modules-*; fetch those where they are.
 pkgs=("$pkg")
 for part in linux-binary-$version-amd64 linux-modules-$version-amd64; do
