@@ -46,6 +46,9 @@ func tryRun(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duratio
 	srv := testkernel.Serve(t, n)
 
 	clients := make([]*xfer.Client, len(flows))
+	// The flows stop writing at this time, 500 ms after the window should
+	// end: a window that ends later measures their end.
+	stops := time.Now().Add(warmup + window + 500*time.Millisecond)
 	for i, f := range flows {
 		c, err := xfer.Start(xfer.Options{
 			NS: n.Client, Local: topo.ClientAddr(f.path), Remote: srv.Addr(),
@@ -66,20 +69,28 @@ func tryRun(t *testing.T, n *topo.Net, flows []flow, warmup, window time.Duratio
 	}
 
 	time.Sleep(warmup)
+	// The window starts when the start hook has returned and is timed
+	// as it ran: a slow hook (a dump, a BPF load under QEMU) must neither
+	// stretch it nor push its end past the flows' end.
+	if sample != nil {
+		sample(false)
+	}
 	start := make([]int64, len(flows))
 	for i, r := range recv {
 		start[i] = r.Bytes()
 	}
-	if sample != nil {
-		sample(false)
-	}
+	began := time.Now()
 	time.Sleep(window)
-	if sample != nil {
-		sample(true)
-	}
+	took := time.Since(began)
 	mbps = make([]float64, len(flows))
 	for i, r := range recv {
-		mbps[i] = float64(r.Bytes()-start[i]) * 8 / window.Seconds() / 1e6
+		mbps[i] = float64(r.Bytes()-start[i]) * 8 / took.Seconds() / 1e6
+	}
+	if time.Until(stops) < 100*time.Millisecond {
+		t.Fatalf("the measured window (%v) ended within 100 ms of the flows' end or after it, since its start hook took too long: its figures would cover the flows' end", took.Round(time.Millisecond))
+	}
+	if sample != nil {
+		sample(true)
 	}
 	for i, c := range clients {
 		res, err := c.Wait()
