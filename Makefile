@@ -33,7 +33,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian
+.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -46,14 +46,19 @@ all: build
 # Debian packages first; then Go, which Debian 12 only has as 1.19: when `go`
 # is missing or older than $(GO_MIN), the official toolchain is fetched from
 # the Go module proxy (the same archive GOTOOLCHAIN=auto downloads).
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# install-debs PACKAGES: apt-get install those not installed yet.
+define install-debs
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+deps:
+	$(call install-debs,$(DEB_PACKAGES))
 	@./scripts/ensure-go.sh $(GO_MIN) $(GO_TOOLCHAIN)
 	@./scripts/ensure-vng.sh $(VNG_DIR) $(VNG_VERSION)
 
@@ -231,3 +236,25 @@ repro-kernel-debian: deps generate
 			flock $(REPRO_LOCK) $(GO) test -p 1 -count=1 -timeout 0 -run '^Test(Integrity|Ssthresh)InVM$$' -v \
 			./pkg/lab/integrity/ ./pkg/lab/ssthresh/ || exit 1; \
 	done
+
+# A proposed kernel fix for the held ACKs of docs/kernel-faults.md section
+# 3, measured: scripts/patched-kernel.sh builds the test kernel's Linux
+# (7.3.4, its config) as it is and with REPRO_ACK_PATCH, and the fairness
+# bench runs REPRO_ACK_FAIRNESS in each, REPRO_ACK_ROUNDS times, the two
+# kernels alternated. Reports: lab-results/fairness-vm-7.3.4-mpcc-control
+# and -mpcc-NAME (the patch's name); each round overwrites the last, so
+# the logs (make's output) keep every round's table.
+KBUILD_PACKAGES    := gcc make flex bison bc libelf-dev libssl-dev cpio dwarves
+REPRO_ACK_PATCH    ?= scripts/kernel-patches/mptcp-rx-empty.patch
+REPRO_ACK_FAIRNESS ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno,lia,olia,balia runs=3 rate=5 ackwatch=on
+REPRO_ACK_ROUNDS   ?= 1
+
+repro-ack-patch: deps generate
+	$(call install-debs,$(KBUILD_PACKAGES))
+	@c=$$(scripts/patched-kernel.sh '$(KERNEL_CACHE)') || exit 1; \
+	p=$$(scripts/patched-kernel.sh '$(KERNEL_CACHE)' '$(REPRO_ACK_PATCH)') || exit 1; \
+	for r in $$(seq $(REPRO_ACK_ROUNDS)); do for k in "$$c" "$$p"; do \
+		echo "== round $$r: $$k"; \
+		MPTCP_CC_VM_KIMG="$$k" MPTCP_CC_BENCH=1 FAIRNESS_VM='$(REPRO_ACK_FAIRNESS)' flock $(REPRO_LOCK) \
+			$(GO) test -count=1 -timeout 0 -run '^TestBenchFairnessInVM$$' -v ./pkg/cc/ || exit 1; \
+	done; done

@@ -30,27 +30,11 @@ if [ -e "$dir/.complete" ] && image; then
 	exit 0
 fi
 
+. "$(dirname "$0")/debian-apt.sh"
+debian_apt_init "$cache/.apt"
+opts=("${APT_OPTS[@]}")
 apt=$cache/.apt
-mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc/preferences.d" "$apt/etc/sources.list.d"
-key=/usr/share/keyrings/debian-archive-keyring.gpg
-cat >"$apt/etc/sources.list" <<EOF
-deb [signed-by=$key] http://deb.debian.org/debian-security bookworm-security main
-deb [signed-by=$key] http://deb.debian.org/debian trixie main
-deb [signed-by=$key] http://deb.debian.org/debian trixie-backports main
-deb [signed-by=$key] http://deb.debian.org/debian sid main
-EOF
-opts=(-o "Dir::State=$apt" -o "Dir::State::Lists=$apt/lists" -o Dir::State::status=/dev/null
-	-o "Dir::Cache=$apt" -o "Dir::Cache::archives=$apt/archives"
-	-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o "Dir::Etc::SourceParts=$apt/etc/sources.list.d"
-	-o "Dir::Etc::Preferences=$apt/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt/etc/preferences.d"
-	-o APT::Architecture=amd64 -o APT::Sandbox::User=root -q)
-
-# The lists are fetched again when a wanted version is not in them: the
-# suites move on, and old versions leave them.
-if ! apt-cache "${opts[@]}" show "$pkg" >/dev/null 2>&1; then
-	apt-get "${opts[@]}" update >&2
-fi
-if ! apt-cache "${opts[@]}" show "$pkg" >/dev/null 2>&1; then
+if ! debian_apt_has "$pkg"; then
 	echo "debian-kernel: Debian's archive has no $pkg now; these are there:" >&2
 	apt-cache "${opts[@]}" search --names-only '^linux-image-[0-9].*-amd64$' 2>/dev/null |
 		awk '{print $1}' | grep -v -e -cloud- -e -rt- | sed 's/^linux-image-//; s/-amd64$//' | sort -V | tr '\n' ' ' >&2

@@ -1,0 +1,28 @@
+# debian-apt.sh: sourced by the scripts that fetch packages from Debian
+# suites this host does not use (bookworm-security, trixie,
+# trixie-backports, sid). debian_apt_init DIR sets up a private apt state
+# in DIR and leaves its options in the array APT_OPTS: the host's sources
+# and package lists stay as they are, and nothing is installed.
+debian_apt_init() {
+	local apt=$1 key=/usr/share/keyrings/debian-archive-keyring.gpg
+	mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc/preferences.d" "$apt/etc/sources.list.d"
+	cat >"$apt/etc/sources.list" <<EOS
+deb [signed-by=$key] http://deb.debian.org/debian-security bookworm-security main
+deb [signed-by=$key] http://deb.debian.org/debian trixie main
+deb [signed-by=$key] http://deb.debian.org/debian trixie-backports main
+deb [signed-by=$key] http://deb.debian.org/debian sid main
+EOS
+	APT_OPTS=(-o "Dir::State=$apt" -o "Dir::State::Lists=$apt/lists" -o Dir::State::status=/dev/null
+		-o "Dir::Cache=$apt" -o "Dir::Cache::archives=$apt/archives"
+		-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o "Dir::Etc::SourceParts=$apt/etc/sources.list.d"
+		-o "Dir::Etc::Preferences=$apt/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt/etc/preferences.d"
+		-o APT::Architecture=amd64 -o APT::Sandbox::User=root -q)
+}
+
+# debian_apt_has PKG: is PKG in the lists? The lists are fetched again
+# when it is not: the suites move on, and old versions leave them.
+debian_apt_has() {
+	apt-cache "${APT_OPTS[@]}" show "$1" >/dev/null 2>&1 && return 0
+	apt-get "${APT_OPTS[@]}" update >&2
+	apt-cache "${APT_OPTS[@]}" show "$1" >/dev/null 2>&1
+}
