@@ -246,8 +246,8 @@ repro-kernel-debian: deps generate
 # the logs (make's output) keep every round's table.
 KBUILD_PACKAGES    := gcc make flex bison bc libelf-dev libssl-dev cpio dwarves
 REPRO_ACK_PATCH    ?= scripts/kernel-patches/mptcp-rx-empty.patch
-REPRO_ACK_FAIRNESS ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno,lia,olia,balia runs=3 rate=5 ackwatch=on
-REPRO_ACK_ROUNDS   ?= 1
+REPRO_ACK_FAIRNESS ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno,lia,olia,balia,rsf runs=3 rate=5 ackwatch=on
+REPRO_ACK_ROUNDS   ?= 2
 
 repro-ack-patch: deps generate
 	$(call install-debs,$(KBUILD_PACKAGES))

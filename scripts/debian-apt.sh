@@ -19,10 +19,12 @@ EOS
 		-o APT::Architecture=amd64 -o APT::Sandbox::User=root -q)
 }
 
-# debian_apt_has PKG: is PKG in the lists? The lists are fetched again
-# when it is not: the suites move on, and old versions leave them.
+# debian_apt_has PKG[=VERSION]: is it in the lists? The lists are fetched
+# again when it is not: the suites move on, and old versions leave them.
+# (apt-cache show exits 0 for a version it does not know, printing
+# nothing: what it prints decides.)
 debian_apt_has() {
-	apt-cache "${APT_OPTS[@]}" show "$1" >/dev/null 2>&1 && return 0
+	[ -n "$(apt-cache "${APT_OPTS[@]}" show "$1" 2>/dev/null)" ] && return 0
 	apt-get "${APT_OPTS[@]}" update >&2
-	apt-cache "${APT_OPTS[@]}" show "$1" >/dev/null 2>&1
+	[ -n "$(apt-cache "${APT_OPTS[@]}" show "$1" 2>/dev/null)" ]
 }
