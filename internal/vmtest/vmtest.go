@@ -85,9 +85,16 @@ func Run(t testing.TB, script string, timeout time.Duration, writable ...string)
 	// The guest's console only shows the command's output in verbose mode
 	// on some hosts, and boot.sh's status is then not the command's: the
 	// command reports both through files in a directory the guest may write.
-	// A boot that never ran the command (seen once in six CI-like runs, with
-	// nothing on the quiet console) is retried once, verbose, so that a
-	// second failure shows the guest's console.
+	// A boot that never ran the command is retried, the last time verbose,
+	// so that a failure shows the guest's console. Seen: once in six
+	// CI-like runs with nothing on the quiet console, and twice in a row
+	// in one CI run (2026-11-25), the verbose boot an oops at 1 s
+	// ("int3" in set_next_task_fair on the second vCPU, where the kernel
+	// puts int3 while it patches its code; our guess, not checked, is
+	// QEMU's emulation of code patching across vCPUs). Three boots: a
+	// failure costs one more boot, and a kernel that cannot boot still
+	// fails.
+	const boots = 3
 	var (
 		rc, output []byte
 		took       time.Duration
@@ -102,7 +109,7 @@ func Run(t testing.TB, script string, timeout time.Duration, writable ...string)
 		for _, w := range writable {
 			args = append(args, "-w", w)
 		}
-		if attempt > 0 {
+		if attempt == boots-1 {
 			args = append(args, "-v")
 		}
 		start := time.Now()
@@ -115,8 +122,8 @@ func Run(t testing.TB, script string, timeout time.Duration, writable ...string)
 			output, _ = os.ReadFile(filepath.Join(out, "out"))
 			break
 		}
-		if attempt > 0 {
-			t.Fatalf("the command did not finish in the VM, twice (boot.sh: %v); guest console:\n%s", err, console)
+		if attempt == boots-1 {
+			t.Fatalf("the command did not finish in the VM in %d boots (boot.sh: %v); the last one's guest console:\n%s", boots, err, console)
 		}
 		t.Logf("the VM did not run the command (boot.sh: %v, %v); booting again", err, took.Round(time.Millisecond))
 	}
