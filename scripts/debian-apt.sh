@@ -1,10 +1,12 @@
 # debian-apt.sh: sourced by the scripts that fetch packages from Debian
 # suites this host does not use (bookworm-security, trixie,
 # trixie-backports, sid). debian_apt_init DIR sets up a private apt state
-# in DIR and leaves its options in the array APT_OPTS: the host's sources
-# and package lists stay as they are, and nothing is installed.
+# in DIR (APT_DIR) and leaves its options in the array APT_OPTS: the
+# host's sources and package lists stay as they are, and nothing is
+# installed.
 debian_apt_init() {
 	local apt=$1 key=/usr/share/keyrings/debian-archive-keyring.gpg
+	APT_DIR=$apt
 	mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc/preferences.d" "$apt/etc/sources.list.d"
 	cat >"$apt/etc/sources.list" <<EOS
 deb [signed-by=$key] http://deb.debian.org/debian-security bookworm-security main
@@ -27,4 +29,11 @@ debian_apt_has() {
 	[ -n "$(apt-cache "${APT_OPTS[@]}" show "$1" 2>/dev/null)" ] && return 0
 	apt-get "${APT_OPTS[@]}" update >&2
 	[ -n "$(apt-cache "${APT_OPTS[@]}" show "$1" 2>/dev/null)" ]
+}
+
+# debian_apt_download PKG[=VERSION]...: download these packages, and only
+# these, into $APT_DIR/archives (the caller unpacks and removes them).
+debian_apt_download() {
+	rm -f "$APT_DIR/archives/"*.deb
+	(cd "$APT_DIR/archives" && apt-get "${APT_OPTS[@]}" download "$@" >&2)
 }

@@ -32,11 +32,9 @@ fi
 
 . "$(dirname "$0")/debian-apt.sh"
 debian_apt_init "$cache/.apt"
-opts=("${APT_OPTS[@]}")
-apt=$cache/.apt
 if ! debian_apt_has "$pkg"; then
 	echo "debian-kernel: Debian's archive has no $pkg now; these are there:" >&2
-	apt-cache "${opts[@]}" search --names-only '^linux-image-[0-9].*-amd64$' 2>/dev/null |
+	apt-cache "${APT_OPTS[@]}" search --names-only '^linux-image-[0-9].*-amd64$' 2>/dev/null |
 		awk '{print $1}' | grep -v -e -cloud- -e -rt- | sed 's/^linux-image-//; s/-amd64$//' | sort -V | tr '\n' ' ' >&2
 	echo >&2
 	exit 1
@@ -45,18 +43,17 @@ fi
 # linux-binary-*, its modules in linux-modules-*; fetch those where they are.
 pkgs=("$pkg")
 for part in linux-binary-$version-amd64 linux-modules-$version-amd64; do
-	if apt-cache "${opts[@]}" show "$part" >/dev/null 2>&1; then
+	if apt-cache "${APT_OPTS[@]}" show "$part" >/dev/null 2>&1; then
 		pkgs+=("$part")
 	fi
 done
-rm -f "$apt/archives/"*.deb
-(cd "$apt/archives" && apt-get "${opts[@]}" download "${pkgs[@]}" >&2)
+debian_apt_download "${pkgs[@]}"
 rm -rf "$dir"
 mkdir -p "$dir"
-for deb in "$apt/archives/"*.deb; do
+for deb in "$APT_DIR/archives/"*.deb; do
 	dpkg-deb -x "$deb" "$dir"
 done
-rm -f "$apt/archives/"*.deb
+rm -f "$APT_DIR/archives/"*.deb
 image >/dev/null || { echo "debian-kernel: ${pkgs[*]} unpacked into $dir, but no kernel image is there" >&2; exit 1; }
 # Packages from trixie on put the modules under usr/ (merged /usr); this
 # host's depmod and the guest's modprobe look in lib/modules.

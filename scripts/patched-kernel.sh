@@ -47,13 +47,12 @@ if [ ! -e "$src/.unpacked" ]; then
 	. "$here/debian-apt.sh"
 	debian_apt_init "$cache/.apt"
 	debian_apt_has "$srcpkg=$srcver" || { echo "patched-kernel: Debian's archive no longer has $srcpkg $srcver" >&2; exit 1; }
-	rm -f "$cache/.apt/archives/"*.deb
-	(cd "$cache/.apt/archives" && apt-get "${APT_OPTS[@]}" download "$srcpkg=$srcver" >&2)
+	debian_apt_download "$srcpkg=$srcver"
 	rm -rf "$cache/src"
 	mkdir -p "$cache/src"
-	dpkg-deb --fsys-tarfile "$cache/.apt/archives/"${srcpkg}_*.deb |
+	dpkg-deb --fsys-tarfile "$APT_DIR/archives/"${srcpkg}_*.deb |
 		tar -xO --wildcards "./usr/src/$srcpkg.tar.xz" | tar -xJ -C "$cache/src"
-	rm -f "$cache/.apt/archives/"*.deb
+	rm -f "$APT_DIR/archives/"*.deb
 	touch "$src/.unpacked"
 fi
 
