@@ -1,6 +1,7 @@
 package blocking
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,6 +24,7 @@ type Sink interface {
 // (SO_TIMESTAMPNS, CLOCK_REALTIME): the moment it reached the host.
 type Capture struct {
 	fd    int
+	snap  int // bytes kept of each packet, from its IP header on
 	sink  Sink
 	stop  chan struct{}
 	done  chan struct{}
@@ -42,20 +44,22 @@ type CaptureStats struct {
 	Malformed uint64 // TCP packets whose options did not parse
 }
 
-// snapLen is what the filter keeps of each packet: the longest IPv4 and
+// snapLen is what StartCapture keeps of each packet: the longest IPv4 and
 // TCP headers (60 bytes each) and some.
 const snapLen = 160
 
-// tcpFilter passes IPv4 TCP packets, cut to snapLen, and nothing else, so
-// the reader copies only headers. A SOCK_DGRAM packet socket runs it on
-// the packet from its network header.
-var tcpFilter = []unix.SockFilter{
-	{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: adProtocol},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: unix.ETH_P_IP},
-	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 9},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.IPPROTO_TCP},
-	{Code: unix.BPF_RET | unix.BPF_K, K: snapLen},
-	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+// tcpFilter passes IPv4 TCP packets, cut to snap bytes, and nothing else,
+// so the reader copies only what it asked for. A SOCK_DGRAM packet socket
+// runs it on the packet from its network header.
+func tcpFilter(snap int) []unix.SockFilter {
+	return []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: adProtocol},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: unix.ETH_P_IP},
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 9},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.IPPROTO_TCP},
+		{Code: unix.BPF_RET | unix.BPF_K, K: uint32(snap)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
 }
 
 // adProtocol is SKF_AD_OFF + SKF_AD_PROTOCOL (linux/filter.h: -0x1000 + 0),
@@ -64,18 +68,29 @@ const adProtocol = 0xfffff000
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// StartCapture starts capturing in the named namespace ("" for the
-// current one). The sink's Add is called from the capture's goroutine,
-// one packet at a time, until Stop returns.
+// StartCapture starts capturing the headers of every TCP packet in the
+// named namespace ("" for the current one). The sink's Add is called from
+// the capture's goroutine, one packet at a time, until Stop returns.
 func StartCapture(ns string, sink Sink) (*Capture, error) {
-	c := &Capture{fd: -1, sink: sink, stop: make(chan struct{}), done: make(chan struct{})}
+	return StartCaptureSnap(ns, snapLen, sink)
+}
+
+// StartCaptureSnap is StartCapture keeping snap bytes of each packet from
+// its IP header on: with more than the headers, each Packet's Payload is
+// a copy of the payload captured, the sink's to keep.
+func StartCaptureSnap(ns string, snap int, sink Sink) (*Capture, error) {
+	if snap < snapLen || snap > 1<<16 {
+		return nil, fmt.Errorf("capture: snap length %d: want %d to 65536 bytes", snap, snapLen)
+	}
+	c := &Capture{fd: -1, snap: snap, sink: sink, stop: make(chan struct{}), done: make(chan struct{})}
+	filter := tcpFilter(snap)
 	open := func() error {
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 		if err != nil {
 			return fmt.Errorf("packet socket: %w", err)
 		}
 		c.fd = fd
-		prog := unix.SockFprog{Len: uint16(len(tcpFilter)), Filter: &tcpFilter[0]}
+		prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
 			return fmt.Errorf("attaching the TCP filter: %w", err)
 		}
@@ -108,7 +123,7 @@ func StartCapture(ns string, sink Sink) (*Capture, error) {
 
 func (c *Capture) run() {
 	defer close(c.done)
-	buf := make([]byte, snapLen)
+	buf := make([]byte, c.snap)
 	oob := make([]byte, unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))
 	stopping := false
 	for {
@@ -142,6 +157,11 @@ func (c *Capture) run() {
 		case err != nil:
 			c.stats.Malformed++
 		default:
+			if c.snap == snapLen {
+				p.Payload = nil // a few bytes at most: the tracker has no use for them
+			} else if p.Payload != nil {
+				p.Payload = bytes.Clone(p.Payload) // buf is read into again
+			}
 			c.stats.Packets++
 			if restamped {
 				c.stats.Restamped++
@@ -195,14 +215,24 @@ func (c *Capture) fail(err error) {
 func (c *Capture) Stop() (CaptureStats, error) {
 	close(c.stop)
 	<-c.done
-	st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	c.Drops()
 	unix.Close(c.fd)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.stats, c.err
+}
+
+// Drops is how many packets the kernel has dropped so far because the
+// capture's buffer was full. (Each read of the kernel's count resets it,
+// so the capture keeps the sum.)
+func (c *Capture) Drops() uint64 {
+	st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err == nil {
-		c.stats.Drops = uint64(st.Drops)
+		c.stats.Drops += uint64(st.Drops)
 	} else if c.err == nil {
 		c.err = fmt.Errorf("reading the capture's drop count: %w", err)
 	}
-	return c.stats, c.err
+	return c.stats.Drops
 }

@@ -38,6 +38,11 @@ type Packet struct {
 	DataLen  uint16 // data-level length, including a DATA_FIN
 	DataFIN  bool
 	Checksum bool // the mapping carries a DSS checksum (never trusted, just skipped)
+
+	// Payload is the part of the payload the capture kept: none with the
+	// tracker's header-only snap length, all of it with a long enough one
+	// (StartCaptureSnap). ParsePacket leaves it pointing into its input.
+	Payload []byte
 }
 
 // ErrNotTCP means the packet is not an IPv4 TCP segment (ignore it).
@@ -91,6 +96,9 @@ func ParsePacket(b []byte) (Packet, error) {
 		return p, fmt.Errorf("TCP header of %d bytes in a packet of %d captured, %d long", doff, len(b), total)
 	}
 	p.PayloadLen = total - ihl - doff
+	if end := min(len(t), total-ihl); end > doff {
+		p.Payload = t[doff:end]
+	}
 	if err := p.parseOptions(t[20:doff]); err != nil {
 		return p, fmt.Errorf("%s -> %s seq %d: %w", p.Src, p.Dst, p.Seq, err)
 	}

@@ -1,9 +1,11 @@
 package blocking
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"reflect"
 	"testing"
 )
 
@@ -110,6 +112,40 @@ func mustParse(t *testing.T, s seg) Packet {
 	return p
 }
 
+// The payload a capture kept is the packet's, from the TCP options' end to
+// the IP total length or the capture's end, whichever comes first.
+func TestParsePayload(t *testing.T) {
+	s := seg{src: "10.0.0.1:1", dst: "10.1.0.1:2", flags: fACK, opts: [][]byte{dss64(9, 1, 100, false)}, n: 100, capture: 100}
+	b := s.bytes()
+	body := b[len(b)-100:]
+	for i := range body {
+		body[i] = byte(i)
+	}
+	p, err := ParsePacket(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.Payload, body) || p.PayloadLen != 100 {
+		t.Fatalf("payload %v (len %d), want 0..99", p.Payload, p.PayloadLen)
+	}
+	// Cut by the capture: what was kept, the length from the IP header.
+	p, err = ParsePacket(b[:len(b)-60])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p.Payload, body[:40]) || p.PayloadLen != 100 {
+		t.Fatalf("cut payload %v (len %d), want 0..39 of 100", p.Payload, p.PayloadLen)
+	}
+	// Ethernet padding past the IP total length is not payload.
+	p, err = ParsePacket(append(bytes.Clone(b), 0, 0, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Payload) != 100 {
+		t.Fatalf("padded packet: payload of %d bytes, want 100", len(p.Payload))
+	}
+}
+
 func TestParseDSS(t *testing.T) {
 	p := mustParse(t, seg{src: "10.0.0.1:40000", dst: "10.1.0.1:5201", seq: 1234, flags: fACK, window: 500,
 		opts: [][]byte{{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}, dss64(1<<40+5, 77, 1448, false)}, n: 1448, capture: 0})
@@ -118,7 +154,7 @@ func TestParseDSS(t *testing.T) {
 		Seq: 1234, PayloadLen: 1448, ACK: true, Window: 500, WScale: -1,
 		Map: true, DSN: 1<<40 + 5, DSN64: true, SSN: 77, DataLen: 1448,
 	}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("parsed\n%+v\nwant\n%+v", p, want)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -31,6 +32,12 @@ type Tracker struct {
 	// Unmapped counts inbound payload bytes that could not be placed in a
 	// stream: no known subflow (its SYN was not captured) or no mapping.
 	Unmapped uint64
+	// KeepSegments keeps every inbound segment of each connection, its
+	// captured payload included, in Conn.Segments.
+	KeepSegments bool
+	// Limit, if set, is how many connections the tracker remembers: a new
+	// one makes it forget the oldest, so a long capture stays bounded.
+	Limit int
 }
 
 type flowKey struct{ client, server netip.AddrPort }
@@ -68,10 +75,27 @@ type Conn struct {
 	// included, in the order the subflows' SYNs were seen (the initial
 	// subflow first).
 	SubflowBytes []uint64
-	arrivals     Arrivals
-	idsn         uint64
-	keyed        bool // idsn is known
-	lastDSN      uint64
+	// Segments are the inbound segments with payload, in capture order,
+	// each cut where its mapping ends (Tracker.KeepSegments).
+	Segments []Segment
+	// Started is when the initial subflow's SYN arrived.
+	Started  time.Time
+	arrivals Arrivals
+	idsn     uint64
+	keyed    bool // idsn is known
+	token    uint32
+	lastDSN  uint64
+	keys     []flowKey // its subflows', for Tracker.Limit
+}
+
+// Segment is a piece of an inbound segment that one mapping covers.
+type Segment struct {
+	Subflow int       // index in Conn.SubflowBytes
+	Seq     uint32    // relative subflow sequence number of its first byte
+	Offset  uint64    // stream offset its mapping gives its first byte
+	Len     int       // payload bytes
+	Data    []byte    // the captured payload (shorter than Len if the capture cut it)
+	At      time.Time // when it arrived
 }
 
 // Subflows counts the subflows whose SYN was seen.
@@ -124,9 +148,12 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 	if p.SYN && !p.ACK {
 		switch {
 		case p.MPC:
-			c := &Conn{Client: p.Src, Server: p.Dst, SubflowBytes: []uint64{0}}
+			c := &Conn{Client: p.Src, Server: p.Dst, SubflowBytes: []uint64{0}, Started: at}
 			sf = &subflow{conn: c, isn: p.Seq, wscale: -1}
 			t.conns = append(t.conns, c)
+			if t.Limit > 0 && len(t.conns) > t.Limit {
+				t.forget(t.conns[0])
+			}
 		case p.Join:
 			c := t.byToken[p.JoinToken]
 			if c == nil {
@@ -139,6 +166,7 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 			return
 		}
 		t.subflows[key] = sf
+		sf.conn.keys = append(sf.conn.keys, key)
 		return
 	}
 	if sf == nil {
@@ -150,6 +178,7 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 		_, c.idsn = keyHash(p.SenderKey)
 		token, _ := keyHash(p.PeerKey)
 		t.byToken[token] = c
+		c.token = token
 		c.keyed = true
 		c.lastDSN = c.idsn
 	}
@@ -172,7 +201,8 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 	case p.MPC && p.MPCDataLen > 0:
 		sf.remember(mapping{ssn: 1, n: uint32(p.MPCDataLen), dsn: c.idsn + 1})
 	}
-	rel := p.Seq - sf.isn
+	first := p.Seq - sf.isn
+	rel := first
 	end := rel + uint32(p.PayloadLen)
 	for rel != end {
 		m, ok := sf.find(rel)
@@ -185,8 +215,26 @@ func (t *Tracker) Add(p Packet, at time.Time, inbound bool) {
 		off := dsn - (c.idsn + 1)
 		c.arrivals.Add(off, off+uint64(n), at)
 		c.lastDSN = max(c.lastDSN, dsn+uint64(n))
+		if t.KeepSegments {
+			from := min(int(rel-first), len(p.Payload))
+			to := min(from+int(n), len(p.Payload))
+			c.Segments = append(c.Segments, Segment{Subflow: sf.index, Seq: rel, Offset: off, Len: int(n), Data: p.Payload[from:to], At: at})
+		}
 		rel += n
 	}
+}
+
+// forget drops a connection and whatever leads to it.
+func (t *Tracker) forget(c *Conn) {
+	for _, k := range c.keys {
+		if sf := t.subflows[k]; sf != nil && sf.conn == c {
+			delete(t.subflows, k)
+		}
+	}
+	if c.keyed && t.byToken[c.token] == c {
+		delete(t.byToken, c.token)
+	}
+	t.conns = slices.DeleteFunc(t.conns, func(x *Conn) bool { return x == c })
 }
 
 // outbound notes the server's window scale (its SYN/ACK) and the largest

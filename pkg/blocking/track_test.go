@@ -100,6 +100,56 @@ func TestTrackerJoinsSubflowsAndMappings(t *testing.T) {
 	}
 }
 
+// With KeepSegments, each inbound segment is kept with the stream offset
+// its mapping gives, cut where a mapping ends; with Limit, the oldest
+// connection is forgotten, joins to it included.
+func TestTrackerKeepsSegmentsWithinLimit(t *testing.T) {
+	const clientKey, serverKey = 0x0123456789abcdef, 0xfedcba9876543210
+	token, _ := keyHash(serverKey)
+	_, idsn := keyHash(clientKey)
+	srv := "10.1.0.1:5201"
+	tr := NewTracker()
+	tr.KeepSegments, tr.Limit = true, 1
+	in := func(s seg) {
+		t.Helper()
+		tr.Add(mustParse(t, s), time.Unix(1000, 0), true)
+	}
+	open := func(c1, c2 string) {
+		in(seg{src: c1, dst: srv, seq: 100, flags: fSYN, opts: [][]byte{mpcSYN()}})
+		in(seg{src: c1, dst: srv, seq: 101, flags: fACK, opts: [][]byte{mpcACK(clientKey, serverKey)}})
+		in(seg{src: c2, dst: srv, seq: 500, flags: fSYN, opts: [][]byte{joinSYN(token)}})
+	}
+	open("10.0.0.1:1000", "10.0.1.1:1001")
+	// Two mappings in one segment on the join: [0, 300) and [1000, 1200).
+	in(seg{src: "10.0.1.1:1001", dst: srv, seq: 501, flags: fACK, opts: [][]byte{dss64(idsn+1, 1, 300, false)}, n: 300, capture: 300})
+	in(seg{src: "10.0.1.1:1001", dst: srv, seq: 801, flags: fACK, opts: [][]byte{dss64(idsn+1+1000, 301, 200, false)}, n: 200, capture: 50})
+	c := tr.Conn(netip.MustParseAddrPort("10.0.0.1:1000"))
+	if c == nil || len(c.Segments) != 2 {
+		t.Fatalf("connection %v, want 2 segments", c)
+	}
+	for i, want := range []Segment{{Subflow: 1, Seq: 1, Offset: 0, Len: 300}, {Subflow: 1, Seq: 301, Offset: 1000, Len: 200}} {
+		got := c.Segments[i]
+		if got.Subflow != want.Subflow || got.Seq != want.Seq || got.Offset != want.Offset || got.Len != want.Len {
+			t.Errorf("segment %d: %+v, want %+v", i, got, want)
+		}
+	}
+	if len(c.Segments[0].Data) != 300 || len(c.Segments[1].Data) != 50 {
+		t.Errorf("kept %d and %d payload bytes, want 300 and the 50 captured", len(c.Segments[0].Data), len(c.Segments[1].Data))
+	}
+
+	// A second connection (the same keys: a join by that token is now
+	// its) makes the tracker forget the first, its join's subflow too.
+	open("10.0.0.1:2000", "10.0.1.1:2001")
+	if len(tr.Conns()) != 1 || tr.Conn(netip.MustParseAddrPort("10.0.0.1:1000")) != nil {
+		t.Fatalf("%d connections remembered, the first among them: want only the second", len(tr.Conns()))
+	}
+	before := tr.Unmapped
+	in(seg{src: "10.0.1.1:1001", dst: srv, seq: 1001, flags: fACK, opts: [][]byte{dss64(idsn+1+1200, 501, 10, false)}, n: 10})
+	if tr.Unmapped != before+10 {
+		t.Error("a segment of the forgotten connection's join was still placed")
+	}
+}
+
 // A record is complete only when no byte is missing; its time is the
 // latest first arrival among its bytes.
 func TestArrivals(t *testing.T) {
