@@ -29,7 +29,10 @@ which are loaded for the run) with options, each after a '+': csum (DSS
 checksums at both ends), nojoin (one subflow), offload (TSO/GSO/GRO on),
 pacing (ours only: loaded with pacing on), close (the client closes as soon
 as it has written, instead of waiting for the server's verdict), busy (bulk
-MPTCP transfers run on another network of their own meanwhile).
+MPTCP transfers run on another network of their own meanwhile), wire (the
+server's side captured, payloads included: each bad connection's segments
+are checked against their DSS mappings, to tell a sender that mapped the
+wrong bytes from a receiver that put right segments together wrong).
 docs/kernel-faults.md is the report made from it.`
 
 func cmdIntegrity(fs *flag.FlagSet) cli.Action {

@@ -49,6 +49,9 @@ type Finding struct {
 	// Counters of something amiss that moved during the connection (see
 	// anomalies), at either end.
 	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Wire is the connection's segments as the server received them,
+	// checked against their mappings (arms with +wire).
+	Wire *Wire `json:"wire,omitempty"`
 }
 
 // Place is where bytes were sent: an offset in a connection's payload.

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
@@ -51,6 +52,10 @@ type Arm struct {
 	// Pacing: the CC was loaded with pacing on (ours only; the caller
 	// loads it, this records it).
 	Pacing bool `json:"pacing"`
+	// Wire: the server's namespace is captured, payloads included, and a
+	// bad connection's segments are checked against their DSS mappings
+	// (wire.go). It costs CPU, so it may change the rate it measures.
+	Wire bool `json:"wire"`
 }
 
 // armOptions are what may follow a CC in an arm, each after a '+'.
@@ -61,20 +66,21 @@ var armOptions = map[string]func(*Arm){
 	"pacing":  func(a *Arm) { a.Pacing = true },
 	"close":   func(a *Arm) { a.CloseEarly = true },
 	"busy":    func(a *Arm) { a.Busy = true },
+	"wire":    func(a *Arm) { a.Wire = true },
 }
 
-// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close, busy.
+// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close, busy, wire.
 // The CC is checked when the arm runs.
 func ParseArm(s string) (Arm, error) {
 	parts := strings.Split(s, "+")
 	a := Arm{Name: s, CC: parts[0]}
 	if a.CC == "" {
-		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy (e.g. cubic, lia+csum)", s)
+		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy, wire (e.g. cubic, lia+csum)", s)
 	}
 	for _, o := range parts[1:] {
 		set, ok := armOptions[o]
 		if !ok {
-			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy", s, o)
+			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy, wire", s, o)
 		}
 		set(&a)
 	}
@@ -107,8 +113,15 @@ type ArmResult struct {
 	Attributed bool              `json:"attributed"`
 	MIB        map[string]uint64 `json:"mib"` // the server's MPTCP MIB counters that moved
 	Findings   []Finding         `json:"findings,omitempty"`
-	Errors     []string          `json:"errors,omitempty"` // the first few failures, in words
-	Took       time.Duration     `json:"took"`
+	// CaptureDrops: packets the +wire capture lost (its buffer was full).
+	CaptureDrops uint64 `json:"capture_drops,omitempty"`
+	// WireChecked good connections (one in wireSample) were checked on
+	// the wire too, and WireRight of them came out right: the capture's
+	// check of the instrument itself.
+	WireChecked int           `json:"wire_checked,omitempty"`
+	WireRight   int           `json:"wire_right,omitempty"`
+	Errors      []string      `json:"errors,omitempty"` // the first few failures, in words
+	Took        time.Duration `json:"took"`
 }
 
 // Rate is wrong connections per 10,000, with the 95% Wilson interval.
@@ -197,6 +210,7 @@ type result struct {
 // outcome is one connection, as both ends saw it.
 type outcome struct {
 	i, seed uint64
+	local   netip.AddrPort // the client's end of the initial subflow
 	dialed  bool
 	res     result
 	err     error // the client's
@@ -216,6 +230,18 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		}
 		defer stop()
 	}
+	var wire *wireSink
+	var capture *blocking.Capture
+	if a.Wire {
+		wire = newWireSink()
+		if capture, err = blocking.StartCaptureSnap(n.Server, wireSnap, wire); err != nil {
+			return r, err
+		}
+		defer func() {
+			st, _ := capture.Stop()
+			r.CaptureDrops = st.Drops
+		}()
+	}
 	mib0, err := kernel.MPTCPMIB(n.Server)
 	if err != nil {
 		return r, err
@@ -234,7 +260,7 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 		ch := verdicts.expect(seed)
 		defer verdicts.forget(seed)
 		out := outcome{i: i, seed: seed}
-		out.dialed, out.err = send(n.Client, remote, a.CC, seed, Pattern(seed, o.Size), a.CloseEarly)
+		out.local, out.dialed, out.err = send(n.Client, remote, a.CC, seed, Pattern(seed, o.Size), a.CloseEarly)
 		if out.dialed {
 			select {
 			case out.res = <-ch:
@@ -269,6 +295,17 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 				r.Flagged++
 			}
 			ack <- struct{}{}
+		}
+		if wire != nil {
+			switch f := out.res.finding; {
+			case f != nil:
+				f.Wire = inspect(wire, capture, out, o.Size)
+			case out.i%wireSample == 0 && out.dialed && out.err == nil && out.res.err == nil:
+				r.WireChecked++
+				if inspect(wire, capture, out, o.Size).Right() {
+					r.WireRight++
+				}
+			}
 		}
 		r.take(out, odd, o)
 		done++
@@ -401,16 +438,38 @@ const connTimeout = 20 * time.Second
 // send is the client side of one connection: the seed and length, the
 // payload, then it half-closes and waits for the server's one-byte
 // verdict; or, closeEarly, it closes at once.
-func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []byte, closeEarly bool) (dialed bool, err error) {
+func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []byte, closeEarly bool) (local netip.AddrPort, dialed bool, err error) {
 	c, err := xfer.Dial(ns, topo.ClientAddr(0), remote, true, func(fd int) error {
 		return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
 	})
 	if err != nil {
-		return false, err
+		return netip.AddrPort{}, false, err
 	}
 	defer c.Close()
-	return true, sendOn(c, seed, payload, closeEarly)
+	local = c.LocalAddr().(*net.TCPAddr).AddrPort()
+	return local, true, sendOn(c, seed, payload, closeEarly)
 }
+
+// inspect checks a connection's captured segments, once the capture has
+// had time to read the last of them.
+func inspect(wire *wireSink, capture *blocking.Capture, out outcome, size int) *Wire {
+	time.Sleep(wireSettle)
+	c, starts, ok := wire.conn(netip.AddrPortFrom(out.local.Addr().Unmap(), out.local.Port()))
+	if !ok {
+		return &Wire{CaptureDrops: capture.Drops()}
+	}
+	w := checkWire(c, out.seed, size, out.res.finding)
+	w.CaptureDrops, w.Starts = capture.Drops(), starts
+	return w
+}
+
+// wireSettle is how long a connection's check waits for the capture to
+// read what is still queued for it, and wireSample how often a good
+// connection is checked too.
+const (
+	wireSettle = 300 * time.Millisecond
+	wireSample = 1000
+)
 
 func sendOn(c *net.TCPConn, seed uint64, payload []byte, closeEarly bool) error {
 	_ = c.SetDeadline(time.Now().Add(connTimeout))
@@ -529,6 +588,12 @@ func (rep Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s); only measured when connections run one at a time\n", strings.Join(anomalies, ", "))
 	for _, a := range rep.Arms {
+		if a.Wire {
+			fmt.Fprintf(w, "%s: the server's capture checked %d good connections on the wire, %d right (every segment as its DSS mapping says, every byte there); %d packets dropped by the capture\n",
+				a.Name, a.WireChecked, a.WireRight, a.CaptureDrops)
+		}
+	}
+	for _, a := range rep.Arms {
 		if len(a.Findings) == 0 && len(a.Errors) == 0 {
 			continue
 		}
@@ -546,6 +611,9 @@ func (rep Report) WriteText(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  connection %d: first wrong byte at payload offset %d; %d wrong, the first stretch %d long; %s; counters %s\n",
 				f.Conn, f.Offset, f.Wrong, f.Run, where, counters(f.Counters))
+			if f.Wire != nil {
+				fmt.Fprintf(w, "    %s\n", f.Wire.describe())
+			}
 		}
 	}
 }

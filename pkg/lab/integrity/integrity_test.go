@@ -2,6 +2,7 @@ package integrity_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +29,8 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 		Prefix: prefix,
 		Arms: []integrity.Arm{{Name: "cubic", CC: "cubic"}, {Name: "lia", CC: lia},
 			{Name: "cubic+csum", CC: "cubic", Checksum: true}, {Name: "reno+nojoin+offload", CC: "reno", NoJoin: true, Offload: true},
-			{Name: "cubic+close", CC: "cubic", CloseEarly: true}, {Name: "cubic+busy", CC: "cubic", Busy: true}},
+			{Name: "cubic+close", CC: "cubic", CloseEarly: true}, {Name: "cubic+busy", CC: "cubic", Busy: true},
+			{Name: "cubic+wire", CC: "cubic", Wire: true}},
 		Conns: conns,
 		Size:  256 << 10,
 	})
@@ -63,6 +65,23 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 		}
 		if a.Wrong > conns/20 {
 			t.Errorf("%s: %d of %d connections with wrong bytes: far above the kernel's rate", a.Name, a.Wrong, conns)
+		}
+		// The capture checks connection 0 on the wire (one in 1,000, and
+		// every bad one): segment by segment, against its mappings, a good
+		// connection must come out right, or the instrument is wrong.
+		if a.Wire {
+			want := 1
+			if slices.ContainsFunc(a.Findings, func(f integrity.Finding) bool { return f.Conn == 0 }) {
+				want = 0
+			}
+			if a.WireChecked != want || a.WireRight != want || a.CaptureDrops != 0 {
+				t.Errorf("%s: %d good connections checked on the wire, %d right, %d packets dropped: want %d, %d, 0", a.Name, a.WireChecked, a.WireRight, a.CaptureDrops, want, want)
+			}
+			for _, f := range a.Findings {
+				if f.Wire == nil || f.Wire.Segments == 0 {
+					t.Errorf("%s: connection %d delivered wrong bytes and was not checked on the wire: %+v", a.Name, f.Conn, f.Wire)
+				}
+			}
 		}
 	}
 }
