@@ -5,6 +5,9 @@
 // algorithm of ours in between, for the ssthresh anomaly's arms
 // (pkg/lab/ssthresh) and the cost bench (pkg/cc).
 //
+// RegisterFloor registers the same path with an empty cong_avoid, the
+// floor of the kernel's run-time accounting for the cost bench.
+//
 // A registration lives as long as its Reno value: nothing is pinned, and
 // Close (or the process's exit) unregisters it.
 package bpfreno
@@ -12,6 +15,7 @@ package bpfreno
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -29,7 +33,16 @@ type Reno struct {
 
 // Register registers the BPF Reno as name (at most 15 bytes, not
 // registered yet).
-func Register(name string) (*Reno, error) {
+func Register(name string) (*Reno, error) { return register(name, bpfrenoMapBpfreno) }
+
+// RegisterFloor registers, as name, the BPF path with nothing behind
+// cong_avoid: its window never grows, so it is for timing that call, not
+// for transfers.
+func RegisterFloor(name string) (*Reno, error) { return register(name, bpfrenoMapBpfnull) }
+
+// register loads the object's struct_ops map ops, and only it with its
+// programs, and registers it as name.
+func register(name, ops string) (*Reno, error) {
 	if name == "" || len(name) > 15 {
 		return nil, fmt.Errorf("bpfreno: name %q: want 1 to 15 bytes (the kernel's TCP_CA_NAME_MAX is 16 with the NUL)", name)
 	}
@@ -39,6 +52,17 @@ func Register(name string) (*Reno, error) {
 	spec, err := loadBpfreno()
 	if err != nil {
 		return nil, fmt.Errorf("bpfreno: reading the object: %w", err)
+	}
+	// Each map's programs share its name's prefix (bpfreno_, bpfnull_).
+	for m := range spec.Maps {
+		if m != ops && spec.Maps[m].Type == ebpf.StructOpsMap {
+			delete(spec.Maps, m)
+		}
+	}
+	for p := range spec.Programs {
+		if !strings.HasPrefix(p, ops+"_") {
+			delete(spec.Programs, p)
+		}
 	}
 	opsMap, err := structops.SetName(spec, name)
 	if err != nil {

@@ -41,3 +41,29 @@ func TestRegisterAndClose(t *testing.T) {
 		t.Fatalf("%s is still registered after Close", name)
 	}
 }
+
+// TestRegisterFloorBesideReno: the floor (an empty cong_avoid) registers
+// on its own name beside a BPF Reno, each from its own map of the object,
+// and each Close unregisters only its own.
+func TestRegisterFloorBesideReno(t *testing.T) {
+	testenv.RequireRoot(t)
+	reno, err := bpfreno.Register(testenv.Unique("brr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reno.Close()
+	floor, err := bpfreno.RegisterFloor(testenv.Unique("brf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kernel.HasCongestionControl(floor.Name) || !kernel.HasCongestionControl(reno.Name) {
+		t.Fatalf("registered %s and %s, the kernel has %v", reno.Name, floor.Name, kernel.HasCongestionControl(floor.Name))
+	}
+	if err := floor.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kernel.HasCongestionControl(floor.Name) || !kernel.HasCongestionControl(reno.Name) {
+		t.Fatalf("after the floor's Close: floor registered %v, Reno registered %v; want false, true",
+			kernel.HasCongestionControl(floor.Name), kernel.HasCongestionControl(reno.Name))
+	}
+}
