@@ -157,6 +157,9 @@ type running struct {
 	events  *eventWatchers
 	paths   *pathManager
 	mib     *metrics.KernelMIB
+	// view keeps the kernel's subflow flags for scrapes, which join its
+	// last dump instead of waiting for one (stats.KernelView).
+	view *stats.KernelView
 }
 
 // Run sets everything up, serves until ctx ends (applying a reload each time
@@ -188,7 +191,8 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 		return err
 	}
 
-	r := &running{cfg: cfg, pe: pe, se: se, log: log, handler: &swapHandler{}, inForce: &policyCollector{pe: pe, root: cfg.PolicyBPFFS, log: log}, reloads: newReloadCollector(time.Now())}
+	r := &running{cfg: cfg, pe: pe, se: se, log: log, handler: &swapHandler{}, inForce: &policyCollector{pe: pe, root: cfg.PolicyBPFFS, log: log}, reloads: newReloadCollector(time.Now()),
+		view: stats.NewKernelView(flagsPeriod)}
 	r.events = &eventWatchers{col: &events.Collector{}, log: log, stop: map[string]context.CancelFunc{}}
 	paths := opts.Paths
 	if paths == nil {
@@ -283,9 +287,13 @@ func mibNamespaces(cfg Config) []string {
 	return out
 }
 
+// flagsPeriod is how old the subflows' backup flags in the metrics may be
+// (longer where dumping the kernel's sockets takes over 1/20 of it).
+const flagsPeriod = 5 * time.Second
+
 // metricsHandler serves the maps under cfg's root with cfg's bound.
 func (r *running) metricsHandler(cfg Config) http.Handler {
-	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS, SchedRoot: cfg.SchedBPFFS, Netns: netnsList(cfg), LiveFlags: true}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
+	col := metrics.NewCollector(stats.Pinned{Root: cfg.BPFFS, SchedRoot: cfg.SchedBPFFS, Netns: netnsList(cfg), LiveFlags: true, View: r.view}, metrics.Options{MaxSubflows: *cfg.Metrics.MaxSubflows, Logger: r.log})
 	return metrics.Handler(col, r.reg)
 }
 

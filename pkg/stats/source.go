@@ -83,6 +83,10 @@ type Pinned struct {
 	// LiveFlags: the subflows' backup flags are the kernel's now
 	// (JoinKernel over KernelSockets), not the map's from their start.
 	LiveFlags bool
+	// View, with LiveFlags, gives the kernel's sockets from its last
+	// dump instead of a dump now: flags up to its period old, for a
+	// reader that must not wait for the dump (see KernelView).
+	View *KernelView
 }
 
 // Read implements Source.
@@ -111,7 +115,11 @@ func (p Pinned) Read() (Snapshot, error) {
 		snap.Subflows = append(snap.Subflows, subs...)
 	}
 	Sort(snap.Subflows)
-	if p.LiveFlags {
+	switch {
+	case p.LiveFlags && p.View != nil:
+		socks, _ := p.View.Sockets()
+		JoinKernel(snap.Subflows, socks)
+	case p.LiveFlags:
 		JoinKernel(snap.Subflows, KernelSockets())
 	}
 	if p.SchedRoot != "" {
