@@ -32,7 +32,9 @@ as it has written, instead of waiting for the server's verdict), busy (bulk
 MPTCP transfers run on another network of their own meanwhile), wire (the
 server's side captured, payloads included: each bad connection's segments
 are checked against their DSS mappings, to tell a sender that mapped the
-wrong bytes from a receiver that put right segments together wrong).
+wrong bytes from a receiver that put right segments together wrong), late
+(the server waits 5 ms between the header and the payload, so no reader
+holds the connection while the join comes up).
 docs/kernel-faults.md is the report made from it.`
 
 func cmdIntegrity(fs *flag.FlagSet) cli.Action {

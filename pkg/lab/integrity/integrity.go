@@ -52,6 +52,10 @@ type Arm struct {
 	// Pacing: the CC was loaded with pacing on (ours only; the caller
 	// loads it, this records it).
 	Pacing bool `json:"pacing"`
+	// LateRead: the server reads the header, then waits lateRead before
+	// it reads the payload, so that no reader holds the connection while
+	// the join comes up and its first data arrive (a trigger test).
+	LateRead bool `json:"late_read"`
 	// Wire: the server's namespace is captured, payloads included, and a
 	// bad connection's segments are checked against their DSS mappings
 	// (wire.go). It costs CPU, so it may change the rate it measures.
@@ -67,20 +71,21 @@ var armOptions = map[string]func(*Arm){
 	"close":   func(a *Arm) { a.CloseEarly = true },
 	"busy":    func(a *Arm) { a.Busy = true },
 	"wire":    func(a *Arm) { a.Wire = true },
+	"late":    func(a *Arm) { a.LateRead = true },
 }
 
-// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close, busy, wire.
+// ParseArm reads "CC[+OPTION]...", options csum, nojoin, offload, pacing, close, busy, wire, late.
 // The CC is checked when the arm runs.
 func ParseArm(s string) (Arm, error) {
 	parts := strings.Split(s, "+")
 	a := Arm{Name: s, CC: parts[0]}
 	if a.CC == "" {
-		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy, wire (e.g. cubic, lia+csum)", s)
+		return Arm{}, fmt.Errorf("arm %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy, wire, late (e.g. cubic, lia+csum)", s)
 	}
 	for _, o := range parts[1:] {
 		set, ok := armOptions[o]
 		if !ok {
-			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy, wire", s, o)
+			return Arm{}, fmt.Errorf("arm %q: unknown option %q: want CC[+OPTION]... with options csum, nojoin, offload, pacing, close, busy, wire, late", s, o)
 		}
 		set(&a)
 	}
@@ -252,7 +257,11 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 	}
 	defer ln.Close()
 	verdicts := &verdicts{m: map[uint64]chan result{}}
-	go serve(ln, o.Size, verdicts.deliver)
+	var wait time.Duration
+	if a.LateRead {
+		wait = lateRead
+	}
+	go serve(ln, o.Size, wait, verdicts.deliver)
 	remote := ln.Addr().(*net.TCPAddr).AddrPort()
 	base := uint64(time.Now().UnixNano())
 	one := func(i uint64) outcome {
@@ -499,13 +508,18 @@ func sendOn(c *net.TCPConn, seed uint64, payload []byte, closeEarly bool) error 
 	return nil
 }
 
+// lateRead is how long a +late server waits between the header and the
+// payload: the join comes up, and sends its first data, about 1 ms into a
+// connection here.
+const lateRead = 5 * time.Millisecond
+
 // noVerdict, in the header's length, says the client closes as soon as it
 // has written, and waits for no verdict.
 const noVerdict = 1 << 63
 
 // serve is the server: each connection read to its end and checked
 // against the pattern its header names.
-func serve(ln net.Listener, size int, deliver func(result)) {
+func serve(ln net.Listener, size int, wait time.Duration, deliver func(result)) {
 	bufs := sync.Pool{New: func() any { return make([]byte, size+1) }}
 	for {
 		c, err := ln.Accept()
@@ -514,7 +528,7 @@ func serve(ln net.Listener, size int, deliver func(result)) {
 		}
 		go func() {
 			buf := bufs.Get().([]byte)
-			r := receive(c, buf)
+			r := receive(c, buf, wait)
 			c.Close()
 			bufs.Put(buf)
 			deliver(r)
@@ -522,7 +536,7 @@ func serve(ln net.Listener, size int, deliver func(result)) {
 	}
 }
 
-func receive(c net.Conn, buf []byte) result {
+func receive(c net.Conn, buf []byte, wait time.Duration) result {
 	_ = c.SetDeadline(time.Now().Add(connTimeout))
 	var hdr [16]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
@@ -532,6 +546,7 @@ func receive(c net.Conn, buf []byte) result {
 	size := binary.BigEndian.Uint64(hdr[8:])
 	answer := size&noVerdict == 0
 	size &^= noVerdict
+	time.Sleep(wait)
 	if size+1 != uint64(len(buf)) {
 		r.err = fmt.Errorf("server: the client announced %d bytes, want %d", size, len(buf)-1)
 		return r

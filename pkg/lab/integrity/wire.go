@@ -79,14 +79,20 @@ func (w *wireSink) Add(p blocking.Packet, at time.Time, inbound bool) {
 
 // WirePacket is one of a subflow's first packets, either way.
 type WirePacket struct {
-	At                 time.Time `json:"at"`
-	In                 bool      `json:"in"` // toward the server
-	SYN, ACK, FIN, RST bool
-	Seq, AckSeq        uint32
-	Len                int    `json:"len"`
-	MPC, Join, Map     bool   // MP_CAPABLE; MP_JOIN; a DSS mapping
-	SSN                uint32 `json:"ssn,omitempty"`
-	DataLen            uint16 `json:"data_len,omitempty"`
+	At      time.Time `json:"at"`
+	In      bool      `json:"in"` // toward the server
+	SYN     bool      `json:"syn"`
+	ACK     bool      `json:"ack"`
+	FIN     bool      `json:"fin"`
+	RST     bool      `json:"rst"`
+	Seq     uint32    `json:"seq"`
+	AckSeq  uint32    `json:"ack_seq"`
+	Len     int       `json:"len"`
+	MPC     bool      `json:"mp_capable"`
+	Join    bool      `json:"mp_join"`
+	Map     bool      `json:"dss_map"` // a DSS mapping: SSN and DataLen
+	SSN     uint32    `json:"ssn,omitempty"`
+	DataLen uint16    `json:"data_len,omitempty"`
 }
 
 // conn returns a copy of what was captured of the connection whose initial
