@@ -20,6 +20,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
@@ -323,6 +324,37 @@ func MIBCounter(t testing.TB, ns, name string) uint64 {
 	}
 	t.Fatalf("counter %s not found in %q", name, out)
 	return 0
+}
+
+// Anomalies reads the kernel's MPTCP anomaly counters
+// (kernel.MPTCPAnomalies) in each namespace, keyed "namespace counter".
+func Anomalies(t testing.TB, nss ...string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, ns := range nss {
+		m, err := kernel.MPTCPMIB(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range kernel.MPTCPAnomalies {
+			out[ns+" "+k] = m[k]
+		}
+	}
+	return out
+}
+
+// AnomaliesSince is what moved in the namespaces since before (an
+// Anomalies reading of the same namespaces): the evidence that a transfer
+// which broke met the kernel's MPTCP fault rather than ours.
+func AnomaliesSince(t testing.TB, before map[string]uint64, nss ...string) map[string]uint64 {
+	t.Helper()
+	moved := map[string]uint64{}
+	for k, v := range Anomalies(t, nss...) {
+		if v != before[k] {
+			moved[k] = v - before[k]
+		}
+	}
+	return moved
 }
 
 // Receipt fails t unless every byte the client sent arrived (res.Sent of

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -124,6 +125,7 @@ events: {namespaces: [%s]}
 	// test that failed before stopping them.
 	const conns, runFor = 100, 2 * time.Minute
 	srv := testkernel.Serve(t, n)
+	before := testkernel.Anomalies(t, n.Client, n.Server)
 	var clients []*xfer.Client
 	for range conns {
 		clients = append(clients, testkernel.Start(t, n, srv, xfer.Options{CC: name, For: runFor}))
@@ -158,13 +160,22 @@ events: {namespaces: [%s]}
 	// A CC and the daemon cannot drop or change a byte: the kernel's MPTCP
 	// can (docs/kernel-faults.md section 1; once in 100 transfers here,
 	// 296 bytes short of 65,456 sent, near the offset where its wrong
-	// bytes start). Such transfers are counted, not failed, up to a bound.
+	// bytes start; once a transfer that never completed, in a CI run).
+	// Such transfers are counted, not failed, up to a bound; one that
+	// stalls counts only if the kernel's MPTCP anomaly counters moved
+	// meanwhile (a mapping it rejected, a subflow it reset).
 	const damagedMax = 2
 	damaged := 0
 	for i, c := range clients {
 		res, err := c.Wait()
 		if err != nil {
-			t.Fatalf("transfer %d across the kill: %v", i, err)
+			moved := testkernel.AnomaliesSince(t, before, n.Client, n.Server)
+			if !errors.Is(err, os.ErrDeadlineExceeded) || len(moved) == 0 {
+				t.Fatalf("transfer %d across the kill: %v (MPTCP anomaly counters moved: %v)", i, err, moved)
+			}
+			damaged++
+			t.Logf("transfer %d across the kill never completed (%v) while the kernel's MPTCP counted %v: the kernel's fault", i, err, moved)
+			continue
 		}
 		if res.Sent == 0 || res.CC != name {
 			t.Fatalf("transfer %d across the kill: sent %d, ran %q", i, res.Sent, res.CC)

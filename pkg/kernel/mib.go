@@ -20,6 +20,17 @@ func MPTCPMIB(ns string) (map[string]uint64, error) {
 	return netstatGroup(ns, "MPTcpExt:", "MPTCP MIB")
 }
 
+// MPTCPAnomalies are the MPTCP MIB counters that say something went wrong
+// with a connection's data or its mapping, rather than count routine work:
+// where one moved, the kernel's MPTCP saw the fault documented in
+// docs/kernel-faults.md or one like it.
+var MPTCPAnomalies = []string{
+	"DSSNotMatching", "DSSNoMatchTCP", "DSSCorruptionFallback", "DSSCorruptionReset",
+	"DataCsumErr", "NoDSSInWindow", "InfiniteMapTx", "InfiniteMapRx", "MPFailTx", "MPFailRx",
+	"MPRstTx", "MPRstRx", "DssFallback", "MPCapableDataFallback", "MPCapableFallbackACK",
+	"MPCapableFallbackSYNACK", "FallbackFailed",
+}
+
 // TCPExtMIB reads the kernel's TcpExt counters (`nstat -a`'s TcpExt*: loss
 // recoveries, undos, retransmissions) in network namespace ns, as MPTCPMIB
 // does.

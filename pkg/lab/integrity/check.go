@@ -47,7 +47,7 @@ type Finding struct {
 	Other []Place `json:"other,omitempty"`
 	Zero  bool    `json:"zero"` // the probe bytes are all zero
 	// Counters of something amiss that moved during the connection (see
-	// anomalies), at either end.
+	// kernel.MPTCPAnomalies), at either end.
 	Counters map[string]uint64 `json:"counters,omitempty"`
 	// Wire is the connection's segments as the server received them,
 	// checked against their mappings (arms with +wire).

@@ -110,7 +110,7 @@ type ArmResult struct {
 	Failed int    `json:"failed"` // connections that broke or delivered the wrong count
 	Joins  uint64 `json:"joins"`  // MP_JOINs the server completed (MPJoinAckRx)
 	// Connections during which a counter of something amiss moved (see
-	// anomalies), and how many of them delivered wrong bytes.
+	// kernel.MPTCPAnomalies), and how many of them delivered wrong bytes.
 	Flagged      int `json:"flagged"`
 	WrongFlagged int `json:"wrong_flagged"`
 	// Attributed: connections ran one at a time, so the counters could be
@@ -123,10 +123,13 @@ type ArmResult struct {
 	// WireChecked good connections (one in wireSample) were checked on
 	// the wire too, and WireRight of them came out right: the capture's
 	// check of the instrument itself.
-	WireChecked int           `json:"wire_checked,omitempty"`
-	WireRight   int           `json:"wire_right,omitempty"`
-	Errors      []string      `json:"errors,omitempty"` // the first few failures, in words
-	Took        time.Duration `json:"took"`
+	WireChecked int `json:"wire_checked,omitempty"`
+	WireRight   int `json:"wire_right,omitempty"`
+	// WireOdd is the first good connection the capture did not find
+	// right, kept whole so the report can say why.
+	WireOdd *Wire         `json:"wire_odd,omitempty"`
+	Errors  []string      `json:"errors,omitempty"` // the first few failures, in words
+	Took    time.Duration `json:"took"`
 }
 
 // Rate is wrong connections per 10,000, with the 95% Wilson interval.
@@ -311,8 +314,11 @@ func runArm(ctx context.Context, a Arm, o Options) (ArmResult, error) {
 				f.Wire = inspect(wire, capture, out, o.Size)
 			case out.i%wireSample == 0 && out.dialed && out.err == nil && out.res.err == nil:
 				r.WireChecked++
-				if inspect(wire, capture, out, o.Size).Right() {
+				switch w := inspect(wire, capture, out, o.Size); {
+				case w.Right():
 					r.WireRight++
+				case r.WireOdd == nil:
+					r.WireOdd = w
 				}
 			}
 		}
@@ -461,22 +467,34 @@ func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []by
 
 // inspect checks a connection's captured segments, once the capture has
 // had time to read the last of them.
+//
+// The capture reads the socket in its own goroutine and can lag behind
+// the connection on a loaded machine, so the check is repeated until every
+// stream byte is covered or wireSettle has passed: a connection found
+// incomplete is one the capture did not see whole, not one it was late on.
 func inspect(wire *wireSink, capture *blocking.Capture, out outcome, size int) *Wire {
-	time.Sleep(wireSettle)
-	c, starts, ok := wire.conn(netip.AddrPortFrom(out.local.Addr().Unmap(), out.local.Port()))
-	if !ok {
-		return &Wire{CaptureDrops: capture.Drops()}
+	client := netip.AddrPortFrom(out.local.Addr().Unmap(), out.local.Port())
+	deadline := time.Now().Add(wireSettle)
+	for {
+		time.Sleep(wirePoll)
+		w := &Wire{}
+		if c, starts, ok := wire.conn(client); ok {
+			w = checkWire(c, out.seed, size, out.res.finding)
+			w.Starts = starts
+		}
+		w.CaptureDrops = capture.Drops()
+		if (w.Segments > 0 && w.Uncovered == 0) || time.Now().After(deadline) {
+			return w
+		}
 	}
-	w := checkWire(c, out.seed, size, out.res.finding)
-	w.CaptureDrops, w.Starts = capture.Drops(), starts
-	return w
 }
 
-// wireSettle is how long a connection's check waits for the capture to
-// read what is still queued for it, and wireSample how often a good
-// connection is checked too.
+// wireSettle is how long a connection's check waits at most for the
+// capture to read what is still queued for it, wirePoll how often it
+// looks, and wireSample how often a good connection is checked too.
 const (
-	wireSettle = 300 * time.Millisecond
+	wireSettle = 5 * time.Second
+	wirePoll   = 100 * time.Millisecond
 	wireSample = 1000
 )
 
@@ -601,11 +619,14 @@ func (rep Report) WriteText(w io.Writer) {
 			fmt.Sprintf("%.1f (%.1f-%.1f)", rate, lo, hi), a.Failed, a.Joins,
 			flagged(a), a.Took.Round(100*time.Millisecond))
 	}
-	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s); only measured when connections run one at a time\n", strings.Join(anomalies, ", "))
+	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s); only measured when connections run one at a time\n", strings.Join(kernel.MPTCPAnomalies, ", "))
 	for _, a := range rep.Arms {
 		if a.Wire {
 			fmt.Fprintf(w, "%s: the server's capture checked %d good connections on the wire, %d right (every segment as its DSS mapping says, every byte there); %d packets dropped by the capture\n",
 				a.Name, a.WireChecked, a.WireRight, a.CaptureDrops)
+			if a.WireOdd != nil {
+				fmt.Fprintf(w, "  the first good connection not found right: %s\n", a.WireOdd.describe())
+			}
 		}
 	}
 	for _, a := range rep.Arms {
@@ -633,15 +654,6 @@ func (rep Report) WriteText(w io.Writer) {
 	}
 }
 
-// anomalies are the MPTCP MIB counters that say something went wrong with
-// a connection's data or its mapping, rather than count routine work.
-var anomalies = []string{
-	"DSSNotMatching", "DSSNoMatchTCP", "DSSCorruptionFallback", "DSSCorruptionReset",
-	"DataCsumErr", "NoDSSInWindow", "InfiniteMapTx", "InfiniteMapRx", "MPFailTx", "MPFailRx",
-	"MPRstTx", "MPRstRx", "DssFallback", "MPCapableDataFallback", "MPCapableFallbackACK",
-	"MPCapableFallbackSYNACK", "FallbackFailed",
-}
-
 // watch reads the anomaly counters of both ends after every connection:
 // connections run one at a time, so what moved belongs to the last one.
 type watch struct {
@@ -664,7 +676,7 @@ func (w *watch) next() (map[string]uint64, error) {
 			return nil, err
 		}
 		if w.last[i] != nil {
-			for _, k := range anomalies {
+			for _, k := range kernel.MPTCPAnomalies {
 				if d := m[k] - w.last[i][k]; d != 0 {
 					if out == nil {
 						out = map[string]uint64{}

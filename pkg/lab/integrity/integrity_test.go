@@ -76,6 +76,10 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 			}
 			if a.WireChecked != want || a.WireRight != want || a.CaptureDrops != 0 {
 				t.Errorf("%s: %d good connections checked on the wire, %d right, %d packets dropped: want %d, %d, 0", a.Name, a.WireChecked, a.WireRight, a.CaptureDrops, want, want)
+				if a.WireOdd != nil {
+					o := a.WireOdd
+					t.Logf("%s: %d segments, %d short, %s; %v", a.Name, o.Segments, o.Short, o.Verdict(), o.Examples)
+				}
 			}
 			for _, f := range a.Findings {
 				if f.Wire == nil || f.Wire.Segments == 0 {

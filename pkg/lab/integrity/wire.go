@@ -135,6 +135,7 @@ type Wire struct {
 	Short        int           `json:"short"`              // of them, cut by the capture: checked as far as kept
 	Uncovered    int64         `json:"uncovered"`          // stream bytes no segment's mapping covered
 	Mismatched   int           `json:"mismatched"`         // segments whose bytes are not those at the offset their mapping gives
+	Probes       int           `json:"probes,omitempty"`   // zero-window probes: one byte mapped one place back (isProbe), not checked
 	Examples     []WireSegment `json:"examples,omitempty"` // the first few of them
 	AtWrong      []WireSegment `json:"at_wrong"`           // segments mapped over the first wrong byte
 	AtSource     []WireSegment `json:"at_source"`          // segments mapped over where the delivered bytes were sent
@@ -175,10 +176,7 @@ func (w Wire) Verdict() string {
 // delivered wrong: the Wire then names the segments over its first wrong
 // byte and over where the bytes delivered there had been sent.
 func checkWire(c blocking.Conn, seed uint64, size int, f *Finding) *Wire {
-	stream := make([]byte, 16, 16+size)
-	binary.BigEndian.PutUint64(stream[:8], seed)
-	binary.BigEndian.PutUint64(stream[8:], uint64(size))
-	stream = append(stream, Pattern(seed, size)...)
+	stream := wireStream(seed, size)
 
 	w := &Wire{Subflows: c.SubflowBytes, Segments: len(c.Segments), started: c.Started}
 	covered := make([]bool, len(stream))
@@ -197,6 +195,10 @@ func checkWire(c blocking.Conn, seed uint64, size int, f *Finding) *Wire {
 		}
 		off := int64(s.Offset)
 		end := off + int64(len(s.Data))
+		if isProbe(s, stream) {
+			w.Probes++
+			continue
+		}
 		if off >= 0 && end <= int64(len(stream)) && bytes.Equal(s.Data, stream[off:end]) {
 			seg.Holds = seg.Offset
 			for i := off; i < min(off+int64(s.Len), int64(len(stream))); i++ {
@@ -224,6 +226,18 @@ func checkWire(c blocking.Conn, seed uint64, size int, f *Finding) *Wire {
 	return w
 }
 
+// isProbe says whether s is MPTCP's zero-window probe: when the peer's
+// data-level window is closed and everything sent is acknowledged, Linux
+// (net/mptcp/protocol.c, mptcp_sendmsg_frag) sends one byte mapped to
+// snd_una - 1, data the receiver already has and drops, but copies it from
+// the next unsent place: the byte after the one its mapping names. It
+// carries nothing the receiver keeps, so it is neither right nor wrong.
+func isProbe(s blocking.Segment, stream []byte) bool {
+	next := int64(s.Offset) + 1
+	return s.Len == 1 && len(s.Data) == 1 && next < int64(len(stream)) && s.Data[0] == stream[next] &&
+		(s.Offset >= uint64(len(stream)) || s.Data[0] != stream[s.Offset])
+}
+
 // holds is the payload offset in stream of data's first bytes, -1 if they
 // occur nowhere (16 bytes identify a place; a shorter segment is looked up
 // whole).
@@ -246,7 +260,7 @@ func (w Wire) Right() bool { return w.Mismatched == 0 && w.Uncovered == 0 && w.C
 // describe prints a Wire for the text report.
 func (w Wire) describe() string {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "wire: %d segments, subflow bytes %v, %s", w.Segments, w.Subflows, w.Verdict())
+	fmt.Fprintf(&b, "wire: %d segments (%d zero-window probes), subflow bytes %v, %s", w.Segments, w.Probes, w.Subflows, w.Verdict())
 	for _, s := range w.Examples {
 		fmt.Fprintf(&b, "\n      mismatched: %s", s)
 	}
@@ -303,4 +317,13 @@ func (p WirePacket) describe(start time.Time, isn uint32) string {
 
 func (s WireSegment) String() string {
 	return fmt.Sprintf("subflow %d seq %d len %d, mapped to offset %d, holds offset %d, at %.3f ms", s.Subflow, s.Seq, s.Len, s.Offset, s.Holds, s.AtMs)
+}
+
+// wireStream is what a connection sends: the 16-byte header (seed and
+// size), then the pattern.
+func wireStream(seed uint64, size int) []byte {
+	stream := make([]byte, 16, 16+size)
+	binary.BigEndian.PutUint64(stream[:8], seed)
+	binary.BigEndian.PutUint64(stream[8:], uint64(size))
+	return append(stream, Pattern(seed, size)...)
 }

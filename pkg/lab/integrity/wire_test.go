@@ -1,7 +1,6 @@
 package integrity
 
 import (
-	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +13,7 @@ import (
 // segments of seg bytes, alternating between two subflows, each right
 // under its mapping; change edits them before they are returned.
 func wireConn(seed uint64, size, seg int, change func([]blocking.Segment, []byte)) blocking.Conn {
-	stream := make([]byte, 16, 16+size)
-	binary.BigEndian.PutUint64(stream[:8], seed)
-	binary.BigEndian.PutUint64(stream[8:], uint64(size))
-	stream = append(stream, Pattern(seed, size)...)
+	stream := wireStream(seed, size)
 	start := time.Unix(1000, 0)
 	c := blocking.Conn{Started: start, SubflowBytes: make([]uint64, 2)}
 	seq := [2]uint32{1, 1}
@@ -99,5 +95,34 @@ func TestWireShortAndForeignSegments(t *testing.T) {
 	}
 	if w.Uncovered != 1000 {
 		t.Errorf("%d uncovered, want the zeroed segment's 1000", w.Uncovered)
+	}
+}
+
+// MPTCP's zero-window probe (one byte mapped to the data-level byte before
+// the next unsent one, but carrying that next byte) is neither a mismatch
+// nor coverage; a one-byte segment carrying anything else is a mismatch.
+func TestWireZeroWindowProbe(t *testing.T) {
+	const seed, size = 11, 20000
+	stream := wireStream(seed, size)
+	// After stream byte 9999 was acknowledged, the window closed: the
+	// probe is mapped to 9999 and carries byte 10000.
+	withProbe := func(b byte) *Wire {
+		c := wireConn(seed, size, 1000, nil)
+		p := blocking.Segment{Subflow: 0, Seq: c.Segments[10].Seq, Offset: 9999, Len: 1, Data: []byte{b}, At: c.Segments[9].At}
+		c.Segments = append(c.Segments[:10:10], append([]blocking.Segment{p}, c.Segments[10:]...)...)
+		return checkWire(c, seed, size, nil)
+	}
+	if stream[9999] == stream[10000] {
+		t.Fatal("the pattern repeats a byte at 9999: pick another seed")
+	}
+	if w := withProbe(stream[10000]); w.Probes != 1 || !w.Right() {
+		t.Errorf("probe carrying the next byte: %+v, want 1 probe and a right connection", w)
+	}
+	other := stream[10000] + 1
+	if other == stream[9999] {
+		other++
+	}
+	if w := withProbe(other); w.Probes != 0 || w.Mismatched != 1 {
+		t.Errorf("one byte carrying neither its own nor the next: %+v, want 1 mismatch", w)
 	}
 }
