@@ -6,6 +6,7 @@
 #   make test    the whole test suite (root: it loads BPF and builds namespaces)
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
+#   make fairness-matrix  the whole fairness matrix (hours: docs/results/fairness.md)
 #   make reproduce  re-run the seed papers' experiments (long: docs/results/)
 #   make reproduce-sched  the packet-scheduler experiments, in the test kernel's VM
 
@@ -33,7 +34,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
+.PHONY: all deps build gen-docs generate test test-short bench fairness-matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -108,6 +109,23 @@ test-short: generate
 # normal suite skips them; each prints its side-by-side table.
 bench: deps build
 	MPTCP_CC_BENCH=1 LINKEM_BENCH=1 $(GO) test -p 1 -count=1 -timeout 150m -run 'TestBench' -v ./... | tee bench.log
+
+# The whole fairness matrix (issue 12; docs/results/fairness.md, "The
+# matrix"): every cell of FAIRNESS_MATRIX, one per RTT so a long run keeps
+# what it finished, each RTT's table and chart in
+# $(REPRO_OUT)/fairness-matrix/rtt<RTT>.{md,svg}. About 1.5 minutes per arm
+# and cell (3 runs), so the default (4 RTTs x 4 queues x 2 subflow counts
+# x 6 arms x 2 references) takes about 10 hours; at 1 ms every BDP queue
+# is tbf's 3-packet floor, so its BDP cells repeat one another.
+FAIRNESS_MATRIX_RTTS ?= 1 10 40 100
+FAIRNESS_MATRIX ?= queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic runs=3
+
+fairness-matrix: deps generate
+	mkdir -p $(REPRO_OUT)/fairness-matrix
+	@for r in $(FAIRNESS_MATRIX_RTTS); do \
+		MPTCP_CC_BENCH=1 FAIRNESS="rtt=$$r $(FAIRNESS_MATRIX)" FAIRNESS_OUT=$(REPRO_OUT)/fairness-matrix/rtt$$r.md flock $(REPRO_LOCK) \
+			$(GO) test -count=1 -timeout 0 -run '^TestBenchFairness$$' -v ./pkg/cc/ || exit 1; \
+	done
 
 # Long soak of loss recovery (about 11 min): the window guard's check.
 soak: deps build
