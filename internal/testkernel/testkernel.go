@@ -348,13 +348,7 @@ func Anomalies(t testing.TB, nss ...string) map[string]uint64 {
 // which broke met the kernel's MPTCP fault rather than ours.
 func AnomaliesSince(t testing.TB, before map[string]uint64, nss ...string) map[string]uint64 {
 	t.Helper()
-	moved := map[string]uint64{}
-	for k, v := range Anomalies(t, nss...) {
-		if v != before[k] {
-			moved[k] = v - before[k]
-		}
-	}
-	return moved
+	return kernel.MIBDelta(before, Anomalies(t, nss...))
 }
 
 // Receipt fails t unless every byte the client sent arrived (res.Sent of

@@ -474,12 +474,13 @@ func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []by
 // incomplete is one the capture did not see whole, not one it was late on.
 func inspect(wire *wireSink, capture *blocking.Capture, out outcome, size int) *Wire {
 	client := netip.AddrPortFrom(out.local.Addr().Unmap(), out.local.Port())
+	stream := wireStream(out.seed, size)
 	deadline := time.Now().Add(wireSettle)
 	for {
 		time.Sleep(wirePoll)
 		w := &Wire{}
 		if c, starts, ok := wire.conn(client); ok {
-			w = checkWire(c, out.seed, size, out.res.finding)
+			w = checkWire(c, stream, out.res.finding)
 			w.Starts = starts
 		}
 		w.CaptureDrops = capture.Drops()

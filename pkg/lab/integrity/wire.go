@@ -171,13 +171,11 @@ func (w Wire) Verdict() string {
 	return "every segment carried the bytes its DSS mapping names and every byte arrived: the receiver's reassembly"
 }
 
-// checkWire checks a captured connection against its stream: the 16-byte
-// header then the pattern. f, if not nil, is what the connection
+// checkWire checks a captured connection against the stream it was sent
+// (wireStream: the 16-byte header then the pattern). f, if not nil, is what the connection
 // delivered wrong: the Wire then names the segments over its first wrong
 // byte and over where the bytes delivered there had been sent.
-func checkWire(c blocking.Conn, seed uint64, size int, f *Finding) *Wire {
-	stream := wireStream(seed, size)
-
+func checkWire(c blocking.Conn, stream []byte, f *Finding) *Wire {
 	w := &Wire{Subflows: c.SubflowBytes, Segments: len(c.Segments), started: c.Started}
 	covered := make([]bool, len(stream))
 	wrong, source := int64(-1), int64(-1)
@@ -195,16 +193,16 @@ func checkWire(c blocking.Conn, seed uint64, size int, f *Finding) *Wire {
 		}
 		off := int64(s.Offset)
 		end := off + int64(len(s.Data))
-		if isProbe(s, stream) {
-			w.Probes++
-			continue
-		}
-		if off >= 0 && end <= int64(len(stream)) && bytes.Equal(s.Data, stream[off:end]) {
+		switch {
+		case off >= 0 && end <= int64(len(stream)) && bytes.Equal(s.Data, stream[off:end]):
 			seg.Holds = seg.Offset
 			for i := off; i < min(off+int64(s.Len), int64(len(stream))); i++ {
 				covered[i] = true
 			}
-		} else {
+		case isProbe(s, stream):
+			w.Probes++
+			continue
+		default:
 			seg.Holds = holds(stream, s.Data)
 			w.Mismatched++
 			if len(w.Examples) < maxExamples {
@@ -226,16 +224,16 @@ func checkWire(c blocking.Conn, seed uint64, size int, f *Finding) *Wire {
 	return w
 }
 
-// isProbe says whether s is MPTCP's zero-window probe: when the peer's
-// data-level window is closed and everything sent is acknowledged, Linux
-// (net/mptcp/protocol.c, mptcp_sendmsg_frag) sends one byte mapped to
-// snd_una - 1, data the receiver already has and drops, but copies it from
-// the next unsent place: the byte after the one its mapping names. It
-// carries nothing the receiver keeps, so it is neither right nor wrong.
+// isProbe says whether s, which does not carry what its mapping names, is
+// MPTCP's zero-window probe: when the peer's data-level window is closed
+// and everything sent is acknowledged, Linux (net/mptcp/protocol.c,
+// mptcp_sendmsg_frag) sends one byte mapped to snd_una - 1, data the
+// receiver already has and drops, but copies it from the next unsent
+// place: the byte after the one its mapping names. It carries nothing the
+// receiver keeps, so it is neither right nor wrong.
 func isProbe(s blocking.Segment, stream []byte) bool {
-	next := int64(s.Offset) + 1
-	return s.Len == 1 && len(s.Data) == 1 && next < int64(len(stream)) && s.Data[0] == stream[next] &&
-		(s.Offset >= uint64(len(stream)) || s.Data[0] != stream[s.Offset])
+	next := s.Offset + 1
+	return s.Len == 1 && len(s.Data) == 1 && next < uint64(len(stream)) && s.Data[0] == stream[next]
 }
 
 // holds is the payload offset in stream of data's first bytes, -1 if they

@@ -39,7 +39,7 @@ func TestWireAllRightPointsAtTheReceiver(t *testing.T) {
 	got := Pattern(seed, size)
 	copy(got[4984:5984], Pattern(seed, size)[6984:7984])
 	f := Check(0, got, Pattern(seed, size))
-	w := checkWire(c, seed, size, f)
+	w := checkWire(c, wireStream(seed, size), f)
 	if w.Mismatched != 0 || w.Uncovered != 0 || w.Segments != 21 || w.Short != 0 {
 		t.Fatalf("%+v: want 21 right segments covering everything", w)
 	}
@@ -66,7 +66,7 @@ func TestWireMismatchPointsAtTheSender(t *testing.T) {
 	})
 	got := Pattern(seed, size)
 	copy(got[4984:5984], Pattern(seed, size)[6984:7984])
-	w := checkWire(c, seed, size, Check(0, got, Pattern(seed, size)))
+	w := checkWire(c, wireStream(seed, size), Check(0, got, Pattern(seed, size)))
 	if w.Mismatched != 1 || len(w.Examples) != 1 {
 		t.Fatalf("%+v: want the one mismatched segment", w)
 	}
@@ -89,7 +89,7 @@ func TestWireShortAndForeignSegments(t *testing.T) {
 		segs[1].Data = segs[1].Data[:100]
 		segs[2].Data = make([]byte, 1000) // zeros: in no ChaCha stream
 	})
-	w := checkWire(c, seed, size, &Finding{Offset: 1984})
+	w := checkWire(c, wireStream(seed, size), &Finding{Offset: 1984})
 	if w.Short != 1 || w.Mismatched != 1 || w.Examples[0].Holds != -1 {
 		t.Fatalf("%+v: want one short segment (right as far as kept) and one holding bytes found nowhere", w)
 	}
@@ -110,7 +110,7 @@ func TestWireZeroWindowProbe(t *testing.T) {
 		c := wireConn(seed, size, 1000, nil)
 		p := blocking.Segment{Subflow: 0, Seq: c.Segments[10].Seq, Offset: 9999, Len: 1, Data: []byte{b}, At: c.Segments[9].At}
 		c.Segments = append(c.Segments[:10:10], append([]blocking.Segment{p}, c.Segments[10:]...)...)
-		return checkWire(c, seed, size, nil)
+		return checkWire(c, wireStream(seed, size), nil)
 	}
 	if stream[9999] == stream[10000] {
 		t.Fatal("the pattern repeats a byte at 9999: pick another seed")
