@@ -106,3 +106,13 @@ func Faults(recs []Record) []Record {
 	}
 	return out
 }
+
+// Release is the running kernel's release (uname -r), which KnownFaults'
+// signatures name.
+func Release() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
