@@ -3,6 +3,8 @@
 #   make deps    install every system package the project needs (idempotent)
 #   make build   bin/mptcp-cc, bin/mptcp-lab, bin/mptcp-xfer
 #   make deb     mptcp-cc_VERSION_ARCH.deb, the Debian package (docs/package.md)
+#   make release archives and .deb for amd64 and arm64 with SHA256SUMS (docs/releasing.md)
+#   make image   the agent's container image, built with buildah (docs/fleet.md)
 #   make test    the whole test suite (root: it loads BPF and builds namespaces)
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
@@ -22,7 +24,7 @@ export MPTCP_CC_VNG ?= $(VNG_DIR)/bin/vng
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd mptcpd-plugins \
 	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus \
-	qemu-system-x86 python3-venv busybox-static
+	qemu-system-x86 python3-venv busybox-static buildah podman runc
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.
@@ -34,7 +36,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate test test-short bench fairness-matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
+.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -180,6 +182,26 @@ DEB_STAGE      ?= build/deb
 DEB_VERSION    ?=
 DEB_ARCH       ?= $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MAINTAINER ?= mptcp-cc maintainers <maintainers@users.noreply.a-seed-3ba4fe33.example>
+
+# A release (docs/releasing.md): for amd64 and arm64, the archive
+# mptcp-cc_VERSION_linux_ARCH.tar.gz (static binaries with the BPF objects
+# embedded, man pages, completions, the unit, the default configuration,
+# docs) and the .deb, with SHA256SUMS, in RELEASE_OUT. Cross-built from any
+# host with `make deps`: the binaries are pure Go and the BPF objects
+# little-endian CO-RE, the same for both. Two runs give the same sums.
+RELEASE_OUT   ?= dist
+RELEASE_ARCHS ?= amd64 arm64
+
+release: generate gen-docs
+	RELEASE_OUT='$(RELEASE_OUT)' RELEASE_ARCHS='$(RELEASE_ARCHS)' LDFLAGS='$(LDFLAGS)' \
+	DEB_MAINTAINER='$(DEB_MAINTAINER)' GO='$(GO)' scripts/release.sh
+
+# The agent's container image (docs/fleet.md), FROM scratch with the static
+# binary that `make build` made, built by buildah (no daemon, no pull).
+IMAGE ?= localhost/mptcp-cc:$(shell deploy/debian/version.sh 2>/dev/null | tr '~+' '--')
+
+image: build
+	deploy/container/build.sh bin/mptcp-cc '$(IMAGE)'
 
 deb: generate gen-docs
 	@test -n "$(DEB_ARCH)" || { echo "make deb: dpkg --print-architecture failed: build on Debian, or set DEB_ARCH"; exit 1; }

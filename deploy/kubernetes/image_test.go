@@ -360,3 +360,33 @@ func TestBinaryIsStatic(t *testing.T) {
 		t.Errorf("staticELF calls %s static; it is not on Debian", sh)
 	}
 }
+
+// deploy/container/Containerfile (`make image`: buildah, from the binary
+// the host built) makes the same image as the Dockerfile's runtime stage:
+// the same instructions, the binary copied from the build context instead
+// of the build stage.
+func TestContainerfileIsTheRuntimeStage(t *testing.T) {
+	_, runtime := readDockerfile(t)
+	stages, err := parseDockerfile(repoFile(t, "deploy/container/Containerfile"))
+	if err != nil || len(stages) != 1 {
+		t.Fatalf("deploy/container/Containerfile: %d stages (%v); want one", len(stages), err)
+	}
+	cf := stages[0]
+	if cf.from != runtime.from || len(cf.instrs) != len(runtime.instrs) {
+		t.Fatalf("Containerfile: FROM %s with %d instructions; the Dockerfile's runtime stage: FROM %s with %d", cf.from, len(cf.instrs), runtime.from, len(runtime.instrs))
+	}
+	for i, in := range cf.instrs {
+		want := runtime.instrs[i]
+		if in.cmd == "COPY" && want.cmd == "COPY" {
+			_, srcs, dst := copyArgs(in)
+			_, wsrcs, wdst := copyArgs(want)
+			if dst != wdst || len(srcs) != 1 || len(wsrcs) != 1 || filepath.Base(srcs[0]) != filepath.Base(wsrcs[0]) {
+				t.Errorf("Containerfile line %d: COPY %s; the Dockerfile's line %d: COPY %s", in.line, in.args, want.line, want.args)
+			}
+			continue
+		}
+		if in.cmd != want.cmd || in.args != want.args {
+			t.Errorf("Containerfile line %d: %s %s; the Dockerfile's line %d: %s %s", in.line, in.cmd, in.args, want.line, want.cmd, want.args)
+		}
+	}
+}
