@@ -64,7 +64,7 @@ func (a *schedArgs) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	i, err := strconv.ParseUint(k, 10, 8)
 	if !ok || err != nil || i >= uint64(len(a.v)) {
-		return fmt.Errorf("want INDEX=VALUE with INDEX 0 to %d (the tunables the scheduler's bpf/sched file lists), e.g. 0=2", len(a.v)-1)
+		return fmt.Errorf("want INDEX=VALUE with INDEX 0 to %d (the tunables `mptcp-cc sched load -h` lists), e.g. 0=2", len(a.v)-1)
 	}
 	n, err := strconv.ParseUint(v, 10, 32)
 	if err != nil {
@@ -79,15 +79,25 @@ func (a *schedArgs) Set(s string) error {
 
 const schedLoadHelp = `The scheduler may also be given as the argument:
 ` + "`mptcp-cc sched load minrtt`" + ` is ` + "`mptcp-cc sched load --algo minrtt`" + `.
-Each scheduler's tunables (--arg) are listed at the top of its file in
-bpf/sched/.`
+
+Tunables, --arg INDEX=VALUE (0 keeps the default; bpf/sched/NAME.bpf.c and
+docs/schedulers.md explain them):
+  rr     0: packets per turn (default 1)
+  blest  0: lambda in hundredths (default 120 = 1.2, at most 65535)
+  daps   0: k, the share of the srtt difference that is the one-way delay
+            difference, in 1/1024 (default 512, at most 1024)
+  papd   0: congestion-avoidance period, in RTT_max (default 4)
+         1: multipath wins when its rate >= the best path's * arg1 / 1024
+            (default 1024, at most 2^20)
+         2: best-path periods between multipath re-probes (default 8)
+  minrtt, redundant and ecf have none.`
 
 func cmdSchedLoad(fs *flag.FlagSet) cli.Action {
 	algo := fs.String("algo", "", "scheduler `NAME`: "+strings.Join(sched.Names(), ", "))
 	name := fs.String("name", "", "`NAME` to register under, 1 to 15 characters of a-z, 0-9, '_' and '-' (default: the scheduler's own)")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	var args schedArgs
-	fs.Var(&args, "arg", "set a tunable: `INDEX=VALUE`, INDEX 0 to 5 as the scheduler's bpf/sched file lists them, 0 keeps its default (repeatable)")
+	fs.Var(&args, "arg", "set a tunable: `INDEX=VALUE`, INDEX 0 to 5 (the tunables this help lists above), 0 keeps its default (repeatable)")
 	root := schedRootFlag(fs, "bpffs")
 	return func(pos []string, out io.Writer) error {
 		algoName, err := oneName("algo", *algo, pos)
