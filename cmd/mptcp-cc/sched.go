@@ -80,15 +80,13 @@ func (a *schedArgs) Set(s string) error {
 const schedLoadHelp = `The scheduler may also be given as the argument:
 ` + "`mptcp-cc sched load minrtt`" + ` is ` + "`mptcp-cc sched load --algo minrtt`" + `.
 
-Tunables, --arg INDEX=VALUE (0 keeps the default; bpf/sched/NAME.bpf.c and
-docs/schedulers.md explain them):
+Tunables, --arg INDEX=VALUE (0 keeps the default; docs/schedulers.md and
+bpf/sched/NAME.bpf.c explain them):
   rr     0: packets per turn (default 1)
-  blest  0: lambda in hundredths (default 120 = 1.2, at most 65535)
-  daps   0: k, the share of the srtt difference that is the one-way delay
-            difference, in 1/1024 (default 512, at most 1024)
+  blest  0: lambda, in hundredths (default 120 = 1.2)
+  daps   0: k, one-way share of the srtt gap, in 1/1024 (default 512)
   papd   0: congestion-avoidance period, in RTT_max (default 4)
-         1: multipath wins when its rate >= the best path's * arg1 / 1024
-            (default 1024, at most 2^20)
+         1: multipath wins at rate >= best * arg1 / 1024 (default 1024)
          2: best-path periods between multipath re-probes (default 8)
   minrtt, redundant and ecf have none.`
 

@@ -177,7 +177,9 @@ func TestMan(t *testing.T) {
 	page := string(b)
 	for _, want := range []string{".TH PROG 1", `prog \- a test program`, `.B prog group one`, `.B \-\-x`, `.B \-\-n \fIN\fR`,
 		`.I "\-\-x TOKEN (\-\-a VALUE | \-\-b DURATION) [\-\-on=false]"`, "the TOKEN, as `prog ok` shows it", "(default true)",
-		`.I "FILE... [\-\-out DIR]"`, ".SH EXIT STATUS", ".B 130"} {
+		`.I "FILE... [\-\-out DIR]"`, ".SH EXIT STATUS", ".B 130",
+		// An indented help line (a command to type) stays as written.
+		".nf\n  bash: source <(prog completion bash)\n  zsh:  prog completion zsh > \"${fpath[1]}/_prog\"\n.fi\n"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("man page lacks %q:\n%s", want, page)
 		}

@@ -19,7 +19,7 @@ func (a *App) WithDocs() *App {
 		Command{
 			Name: "completion", Summary: "print a shell completion script (bash or zsh)",
 			Args: "bash|zsh", Values: []string{"bash", "zsh"},
-			Help: "bash: source <(" + a.Name + " completion bash)\nzsh:  " + a.Name + " completion zsh > \"${fpath[1]}/_" + a.Name + "\"",
+			Help: "  bash: source <(" + a.Name + " completion bash)\n  zsh:  " + a.Name + " completion zsh > \"${fpath[1]}/_" + a.Name + "\"",
 			Flags: func(*flag.FlagSet) Action {
 				return func(args []string, out io.Writer) error {
 					if len(args) != 1 {
@@ -103,7 +103,7 @@ func (a *App) WriteMan(w io.Writer) error {
 		p.line("%s", esc(l.cmd.Summary))
 		if l.cmd.Help != "" {
 			p.line(".IP")
-			p.text(l.cmd.Help)
+			p.prose(l.cmd.Help)
 		}
 		for _, f := range flagsOf(l.cmd) {
 			p.line(".RS")
@@ -156,6 +156,36 @@ func (r *roff) text(s string) {
 		}
 		r.line("%s", l)
 		r.line(".br")
+	}
+}
+
+// prose writes a help text, written for -h at 80 columns, to be filled
+// to the man page's width: a blank line is a paragraph break, and lines
+// that start with spaces (a table, a command) are kept as they are.
+func (r *roff) prose(s string) {
+	verbatim := false
+	for _, l := range strings.Split(strings.Trim(s, "\n"), "\n") {
+		indented := strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")
+		if verbatim && !indented {
+			r.line(".fi")
+			verbatim = false
+		}
+		if strings.TrimSpace(l) == "" {
+			r.line(".sp")
+			continue
+		}
+		if indented && !verbatim {
+			r.line(".nf")
+			verbatim = true
+		}
+		l = esc(l)
+		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
+			l = `\&` + l
+		}
+		r.line("%s", l)
+	}
+	if verbatim {
+		r.line(".fi")
 	}
 }
 
