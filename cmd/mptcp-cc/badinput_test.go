@@ -41,7 +41,8 @@ func TestBadInput(t *testing.T) {
 		for _, a := range sched.Names() {
 			noHook = append(noHook,
 				bad(1, []string{"sched", "load", a}, sched.ErrNoHook.Error(), "bpf_struct_ops_mptcp_sched_ops", "mptcp_net-next"),
-				bad(1, []string{"sched", "load", a, "--name", "t_" + a[:min(len(a), 8)], "--trace", "--arg", "0=1"}, sched.ErrNoHook.Error()))
+				bad(1, []string{"sched", "load", a, "--name", "t_" + a[:min(len(a), 8)], "--trace", "--arg", "0=1"}, sched.ErrNoHook.Error()),
+				bad(1, []string{"sched", "load", "--algo", a}, sched.ErrNoHook.Error()))
 		}
 	} else {
 		t.Log("this kernel has the scheduler hook: the refusal of sched load without it is not checked")

@@ -150,7 +150,7 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 
 func describeParams(algo string, p cc.Params) string {
 	s := fmt.Sprintf("lisa=%v", p.LISA)
-	if algo == "rsf" {
+	if a, err := cc.Lookup(algo); err == nil && a.ReadsParam(cc.ParamRSFTarget) {
 		s += fmt.Sprintf(" target=%v", p.RSFTarget)
 	}
 	if p.Pacing {
