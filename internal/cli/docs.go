@@ -87,7 +87,7 @@ func (a *App) WriteMan(w io.Writer) error {
 	p.line(".SH SYNOPSIS")
 	p.line(`.B %s`, esc(a.Name))
 	if a.Single != nil {
-		p.line(`%s`, esc(Synopsis(*a.Single)))
+		p.line(`%s`, esc(synopsisLine(*a.Single)))
 	} else {
 		p.line(`.I COMMAND`)
 		p.line(`[\fIflags\fR]`)
@@ -96,7 +96,7 @@ func (a *App) WriteMan(w io.Writer) error {
 	for _, l := range a.leaves() {
 		p.line(".TP")
 		p.line(`.B %s`, esc(a.line(l.path)))
-		if syn := Synopsis(l.cmd); syn != "" {
+		if syn := synopsisLine(l.cmd); syn != "" {
 			p.line(`.I %s`, quote(syn))
 			p.line(".br")
 		}

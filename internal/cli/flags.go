@@ -176,8 +176,8 @@ func synopsis(c Command) []string {
 	return terms
 }
 
-// Synopsis is c's synopsis as one line ("--algo NAME [--lisa] ...").
-func Synopsis(c Command) string { return strings.Join(synopsis(c), " ") }
+// synopsisLine is c's synopsis as one line ("--algo NAME [--lisa] ...").
+func synopsisLine(c Command) string { return strings.Join(synopsis(c), " ") }
 
 const helpWidth = 80
 
