@@ -254,7 +254,7 @@ func (a *App) groupHelp(w io.Writer, c Command, path string) {
 		writeWrapped(w, "        ", s.Summary)
 	}
 	if c.Help != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Help))
+		fmt.Fprintf(w, "\n%s\n", strings.Trim(c.Help, "\n"))
 	}
 	fmt.Fprintf(w, "\n`%s help SUBCOMMAND` or `%s SUBCOMMAND -h` shows a subcommand's flags.\n", a.line(path), a.line(path))
 }
@@ -263,7 +263,7 @@ func (a *App) groupHelp(w io.Writer, c Command, path string) {
 func (a *App) leafHelp(w io.Writer, c Command, path string) {
 	writeUsageLine(w, a.line(path), synopsis(c))
 	if c.Help != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Help))
+		fmt.Fprintf(w, "\n%s\n", strings.Trim(c.Help, "\n"))
 	}
 	writeFlags(w, flagsOf(c))
 }
