@@ -12,9 +12,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
-const loadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc load olia`" + ` is
-` + "`mptcp-cc load --algo olia`" + `. A parameter that the algorithm does not read
-(--rsf-target for any but rsf) is refused.`
+var loadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc load olia`" + ` is
+` + "`mptcp-cc load --algo olia`" + `. A parameter that the algorithm does not read is
+refused: --rsf-target is read by ` + strings.Join(cc.UsedBy(cc.ParamRSFTarget), ", ") + ` alone.`
 
 // algoParams are load's flags of the parameters only some algorithms read.
 var algoParams = map[string]cc.Param{"rsf-target": cc.ParamRSFTarget}
