@@ -13,19 +13,22 @@
 //
 // Help (-h, --help, `PROG help CMD`) goes to stdout and exits 0. A usage
 // error prints one line naming the mistake and a pointer to -h, on stderr.
-// Exit codes, the same for every binary, one per kind of mistake:
+// Exit codes, the same for every binary, one per kind of mistake. 2 is
+// for what the command's declaration alone shows to be wrong, 1 for what
+// the command found wrong by checking further:
 //
 //	0   success, or help
 //	1   the command failed (the message names the problem and the fix),
-//	    including a value of the right form that it refused: out of range
-//	    (--max-subflows 0), a name not registered, a file, cgroup or
-//	    namespace that does not exist, a path not on bpffs
+//	    including a value it checked and refused: out of range
+//	    (--max-subflows 0), not in the form wanted (--token zz, --dst
+//	    10.0.0.0/33), a name not registered, a file, cgroup or namespace
+//	    that does not exist, a path not on bpffs
 //	2   usage error: no, unknown or incomplete command or subcommand; an
 //	    unknown flag; a flag value of the wrong type (--watch abc); a value
-//	    not among the ones the flag lists (top --sort bogus, load --algo
+//	    not among the choices the flag lists (top --sort bogus, load --algo
 //	    cubic2, completion fish); a required flag or argument missing, an
 //	    unexpected argument, flags that exclude each other, a parameter that
-//	    the chosen algorithm does not use (the action returns Usagef)
+//	    the chosen algorithm does not read (the action returns Usagef)
 //	130 interrupted (the command returned an error wrapping ErrInterrupted)
 package cli
 

@@ -120,8 +120,8 @@ func (a *App) WriteMan(w io.Writer) error {
 	p.line(".SH EXIT STATUS")
 	for _, e := range [][2]string{
 		{"0", "success, or help was asked for"},
-		{"1", "the command failed, or refused a value of the right form (out of range, not registered, not found); the message names the problem and the fix"},
-		{"2", "usage error: an unknown or incomplete command, an unknown flag, a value of the wrong type or not among those the flag lists, a required flag missing, an unexpected argument"},
+		{"1", "the command failed, or checked a value and refused it (out of range, not in the form wanted, not registered, not found); the message names the problem and the fix"},
+		{"2", "usage error: an unknown or incomplete command, an unknown flag, a value of the wrong type or not among the choices the flag lists, a required flag missing, an unexpected argument"},
 		{"130", "interrupted"},
 	} {
 		p.line(".TP")
