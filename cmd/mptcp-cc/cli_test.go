@@ -41,7 +41,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"load", "--algo", "lia", "--name", "reno"}, "already registered"},
 		{[]string{"load", "--algo", "lia", "--name", "much_too_long_a_name"}, "1 to 15 characters"},
 		{[]string{"unload", "--name", name}, "is not loaded"},
-		{[]string{"load", "--algo", "lia", "--rsf-target", "-1s"}, "out of range"},
+		{[]string{"load", "--algo", "rsf", "--rsf-target", "-1s"}, "out of range"},
 	}
 	for _, c := range cases {
 		out, code := mptcpcc(c.args...)

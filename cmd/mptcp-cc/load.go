@@ -12,23 +12,27 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
+var loadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc load olia`" + ` is
+` + "`mptcp-cc load --algo olia`" + `. A parameter that the algorithm does not read is
+refused: --rsf-target is read by ` + strings.Join(cc.UsedBy(cc.ParamRSFTarget), ", ") + ` alone.`
+
+// algoParams are load's flags of the parameters only some algorithms read.
+var algoParams = map[string]cc.Param{"rsf-target": cc.ParamRSFTarget}
+
 func cmdLoad(fs *flag.FlagSet) cli.Action {
-	algo := fs.String("algo", "", "algorithm: "+joinNames())
-	name := fs.String("name", "", "name to register under (default mptcp_ALGO)")
+	algo := fs.String("algo", "", "algorithm `NAME`: "+joinNames())
+	name := fs.String("name", "", "`CCNAME` to register under, 1 to 15 characters (default mptcp_ALGO)")
 	lisa := fs.Bool("lisa", false, "LISA linked slow start for joining subflows")
-	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "RSF target queueing delay d")
+	target := fs.Duration("rsf-target", cc.DefaultRSFTarget, "target queueing delay d (only "+strings.Join(cc.UsedBy(cc.ParamRSFTarget), ", ")+" reads it)")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	pacing := fs.Bool("pacing", false, "pace each subflow at about its window per RTT (the kernel's TCP pacing) instead of sending in bursts")
 	maxSubflows := fs.Uint("max-subflows", cc.MaxSubflowsTracked, "live subflows the readers can see (list, subflows, top, metrics); more still run the algorithm, counted as untracked")
 	root := pinRootFlag(fs)
-	return func(_ []string, out io.Writer) error {
+	return func(pos []string, out io.Writer) error {
 		if *maxSubflows < 1 || *maxSubflows > cc.MaxSubflowsTracked {
 			return fmt.Errorf("--max-subflows %d: want 1 to %d", *maxSubflows, cc.MaxSubflowsTracked)
 		}
-		if *algo == "" {
-			return cli.Usagef("--algo is required: one of %s", joinNames())
-		}
-		a, err := cc.Lookup(*algo)
+		a, err := algoArg(fs, *algo, pos)
 		if err != nil {
 			return err
 		}
@@ -49,19 +53,29 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 	}
 }
 
+const unloadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc unload olia`" + ` is
+` + "`mptcp-cc unload --algo olia`" + `.`
+
 func cmdUnload(fs *flag.FlagSet) cli.Action {
-	algo := fs.String("algo", "", "algorithm loaded under its default name")
-	name := fs.String("name", "", "registered name")
+	algo := fs.String("algo", "", "algorithm `NAME` loaded under its default name (mptcp_NAME)")
+	name := fs.String("name", "", "registered `CCNAME` (`mptcp-cc list` shows them)")
 	root := pinRootFlag(fs)
-	return func(_ []string, out io.Writer) error {
+	return func(pos []string, out io.Writer) error {
 		target := *name
+		if target != "" && len(pos) > 0 {
+			return cli.Usagef("unexpected argument %q: --name says what to unload", strings.Join(pos, " "))
+		}
 		if target == "" {
-			if *algo == "" {
-				return cli.Usagef("say what to unload: --algo NAME or --name CCNAME")
-			}
-			a, err := cc.Lookup(*algo)
+			algoName, err := oneName("algo", *algo, pos)
 			if err != nil {
 				return err
+			}
+			if algoName == "" {
+				return cli.Usagef("say what to unload: --algo NAME or --name CCNAME")
+			}
+			a, err := cc.Lookup(algoName)
+			if err != nil {
+				return cli.Usagef("%v", err)
 			}
 			target = a.DefaultName()
 		} else if err := checkPinName(target); err != nil {
@@ -136,7 +150,7 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 
 func describeParams(algo string, p cc.Params) string {
 	s := fmt.Sprintf("lisa=%v", p.LISA)
-	if algo == "rsf" {
+	if a, err := cc.Lookup(algo); err == nil && a.ReadsParam(cc.ParamRSFTarget) {
 		s += fmt.Sprintf(" target=%v", p.RSFTarget)
 	}
 	if p.Pacing {
@@ -180,6 +194,42 @@ func checkPinName(name string) error {
 		return fmt.Errorf("--name %q is not a congestion control name (1 to 15 characters, no '/'): `mptcp-cc list` shows the loaded ones", name)
 	}
 	return nil
+}
+
+// oneName is a name given as --flag or as the one positional argument
+// (`load olia` is `load --algo olia`); both, naming two, is a usage error.
+func oneName(flagName, flagValue string, pos []string) (string, error) {
+	switch {
+	case len(pos) > 1:
+		return "", cli.Usagef("unexpected argument %q: one at a time", strings.Join(pos[1:], " "))
+	case len(pos) == 0:
+		return flagValue, nil
+	case flagValue != "" && flagValue != pos[0]:
+		return "", cli.Usagef("%q and --%s %s are two names: give one", pos[0], flagName, flagValue)
+	}
+	return pos[0], nil
+}
+
+// algoArg is the algorithm load was given (--algo NAME or NAME), refusing
+// a flag that was set of a parameter the algorithm does not read.
+func algoArg(fs *flag.FlagSet, algo string, pos []string) (cc.Algorithm, error) {
+	name, err := oneName("algo", algo, pos)
+	if err != nil {
+		return cc.Algorithm{}, err
+	}
+	if name == "" {
+		return cc.Algorithm{}, cli.Usagef("--algo is required: one of %s", joinNames())
+	}
+	a, err := cc.Lookup(name)
+	if err != nil {
+		return cc.Algorithm{}, cli.Usagef("%v", err)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if p, ok := algoParams[f.Name]; ok && !a.ReadsParam(p) && err == nil {
+			err = cli.Usagef("--%s is a parameter of %s only; %s does not read it: drop it", f.Name, strings.Join(cc.UsedBy(p), ", "), a.Name)
+		}
+	})
+	return a, err
 }
 
 func joinNames() string {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
@@ -22,36 +23,37 @@ var app = (&cli.App{
 	Summary: "coupled MPTCP congestion controls (BPF struct_ops): load, observe, apply per cgroup",
 	Commands: []cli.Command{
 		{Name: "load", Summary: "register an algorithm with the kernel (stays after exit)",
-			Usage: "--algo NAME [--lisa] [--rsf-target DURATION] [--name CCNAME]", Flags: cmdLoad},
-		{Name: "unload", Summary: "unregister an algorithm", Usage: "--algo NAME | --name CCNAME", Flags: cmdUnload},
-		{Name: "list", Summary: "show loaded algorithms, their parameters and users", Usage: "[--json]", Flags: cmdList},
-		{Name: "subflows", Summary: "show live per-subflow state (--json for scripts)", Usage: "[--json] [--watch DURATION]", Flags: cmdSubflows},
-		{Name: "algorithms", Summary: "show the algorithms this build ships", Usage: "[--json]", Flags: cmdAlgorithms},
+			Required: []string{"algo"}, Positional: true, Values: cc.Names(), Help: loadHelp, Flags: cmdLoad},
+		{Name: "unload", Summary: "unregister an algorithm",
+			Required: []string{"algo|name"}, Positional: true, Values: cc.Names(), Help: unloadHelp, Flags: cmdUnload},
+		{Name: "list", Summary: "show loaded algorithms, their parameters and users", Flags: cmdList},
+		{Name: "subflows", Summary: "show live per-subflow state (--json for scripts)", Flags: cmdSubflows},
+		{Name: "algorithms", Summary: "show the algorithms this build ships", Flags: cmdAlgorithms},
 		{Name: "policy", Summary: "per-cgroup CC policy: attach, detach, list", Help: policyHelp, Sub: []cli.Command{
 			{Name: "attach", Summary: "new MPTCP subflows of processes in the cgroup (and below it) run the congestion control; --dst/--dport restrict the rule to a peer prefix and a service port; --tcp applies it to plain TCP sockets too",
-				Usage: "--cgroup DIR --algo NAME [--dst PREFIX] [--dport N] [--tcp]", Flags: cmdPolicyAttach},
+				Required: []string{"cgroup", "algo"}, Flags: cmdPolicyAttach},
 			{Name: "detach", Summary: "remove the cgroup's whole policy, or only some rules",
-				Usage: "--cgroup DIR [--algo NAME | --rule ID]", Flags: cmdPolicyDetach},
-			{Name: "list", Summary: "show every policy, its rules and what they did", Usage: "[--json]", Flags: cmdPolicyList},
+				Required: []string{"cgroup"}, Flags: cmdPolicyDetach},
+			{Name: "list", Summary: "show every policy, its rules and what they did", Flags: cmdPolicyList},
 		}},
 		{Name: "sched", Summary: "MPTCP packet schedulers (BPF; kernels with the hook): load, list, use, unload", Help: schedHelp, Sub: []cli.Command{
 			{Name: "list", Summary: "show this build's schedulers, the loaded ones with their counters, the kernel's, and each network namespace's",
-				Usage: "[--json]", Flags: cmdSchedList},
+				Flags: cmdSchedList},
 			{Name: "load", Summary: "register a scheduler with the kernel (stays after exit)",
-				Usage: "NAME [--name NAME] [--trace] [--arg INDEX=VALUE]...", Positional: true, Values: sched.Names(), Flags: cmdSchedLoad},
-			{Name: "unload", Summary: "unregister a loaded scheduler", Usage: "NAME", Positional: true, Values: sched.Names(), Flags: cmdSchedUnload},
+				Required: []string{"algo"}, Positional: true, Values: sched.Names(), Help: schedLoadHelp, Flags: cmdSchedLoad},
+			{Name: "unload", Summary: "unregister a loaded scheduler",
+				Required: []string{"algo|name"}, Positional: true, Values: sched.Names(), Help: schedUnloadHelp, Flags: cmdSchedUnload},
 			{Name: "use", Summary: "give new MPTCP connections of a network namespace a registered scheduler (net.mptcp.scheduler)",
-				Usage: "NAME [--netns NAME] [--json]", Positional: true, Values: append([]string{"default"}, sched.Names()...), Flags: cmdSchedUse},
+				Args: "NAME", Values: append([]string{"default"}, sched.Names()...), Flags: cmdSchedUse},
 		}},
 		{Name: "set", Summary: "switch the CC of a live MPTCP connection, by token",
-			Usage: "--token TOKEN --algo NAME [--netns NAME] [--json]", Flags: cmdSet},
+			Required: []string{"token", "algo"}, Flags: cmdSet},
 		{Name: "pathctl", Summary: "path controller for one connection: best-path or multipath by measured goodput, through MP_PRIO (any kernel)",
-			Usage: "--token TOKEN [--netns NAME] [--apply auto|connection|endpoint] [--period D] [--for D] [--json] [--state-dir DIR]", Help: pathctlHelp, Flags: cmdPathctl},
+			Required: []string{"token"}, Help: pathctlHelp, Flags: cmdPathctl},
 		{Name: "serve", Summary: "run the daemon: load/adopt algorithms and schedulers, attach policies, serve Prometheus metrics",
-			Usage: "[--config FILE] [--config.check] [flags overriding the file]", Flags: cmdServe},
-		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)",
-			Usage: "[--sort cwnd|srtt|rate|token] [--once] [--json] [--netns NAME] [--pathctl-state DIR]", Flags: cmdTop},
-		{Name: "version", Summary: "the version, the build and the kernel features this program needs", Usage: "[--json]", Flags: cmdVersion},
+			Help: serveHelp, Flags: cmdServe},
+		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)", Flags: cmdTop},
+		{Name: "version", Summary: "the version, the build and the kernel features this program needs", Flags: cmdVersion},
 	},
 	Footer: "README.md and docs/ in the source tree, or /usr/share/doc/mptcp-cc, describe the algorithms, the daemon and the metrics.",
 }).WithDocs()
@@ -115,5 +117,5 @@ func pinRootFlag(fs *flag.FlagSet) *string {
 	if def == "" {
 		def = "/sys/fs/bpf/mptcp-cc"
 	}
-	return fs.String("bpffs", def, "bpffs directory for pins (env MPTCP_CC_BPFFS)")
+	return fs.String("bpffs", def, "bpffs `DIR` for pins (env MPTCP_CC_BPFFS)")
 }

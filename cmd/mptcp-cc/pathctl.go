@@ -32,16 +32,16 @@ While it runs, it publishes what it decided under --state-dir, where
 controller on every matching connection (docs/daemon.md, "Path controller").`
 
 func cmdPathctl(fs *flag.FlagSet) cli.Action {
-	tokenFlag := fs.String("token", "", "the connection's token, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
-	ns := fs.String("netns", "", "named network namespace of the connection (`ip netns list`; default: this one)")
-	apply := fs.String("apply", "auto", "how flags reach the kernel: auto, connection (userspace PM) or endpoint (in-kernel PM)")
+	tokenFlag := fs.String("token", "", "the connection's `TOKEN`, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
+	ns := fs.String("netns", "", "named network namespace `NAME` of the connection (`ip netns list`; default: this one)")
+	apply := fs.String("apply", "auto", "how flags reach the kernel, `MODE`: auto, connection (userspace PM) or endpoint (in-kernel PM)")
 	period := fs.Duration("period", 500*time.Millisecond, "sampling period")
-	onStall := fs.String("on-stall", "flag", "answer to a stalled subflow: flag (backup, as for best-path mode) or reset (close it and open it again, so its queued data goes out on the others; needs the userspace path manager)")
+	onStall := fs.String("on-stall", "flag", "answer to a stalled subflow, `ACTION`: flag (backup, as for best-path mode) or reset (close it and open it again, so its queued data goes out on the others; needs the userspace path manager)")
 	peeks := fs.Bool("peeks", true, "in best-path mode, peek at backup paths (clear a flag for about one round trip) to notice one that recovered; false: a multipath trial at every hold's end instead")
-	prefer := fs.String("prefer", "goodput", "on a tie between the modes: goodput (the held mode keeps it) or latency (best-path mode takes it: for an application whose rate fits the best path, no data waits in the receive buffer for a slower one)")
+	prefer := fs.String("prefer", "goodput", "on a tie between the modes, `PREFERENCE`: goodput (the held mode keeps it) or latency (best-path mode takes it: for an application whose rate fits the best path, no data waits in the receive buffer for a slower one)")
 	forD := fs.Duration("for", 0, "stop after this long (0: when the connection closes)")
-	asJSON := fs.Bool("json", false, "one JSON object per decision")
-	stateDir := fs.String("state-dir", pathctl.StateDir, "`DIR` where the controller publishes its state for mptcp-cc top (empty: nowhere)")
+	asJSON := fs.Bool("json", false, "JSON output: one object per decision")
+	stateDir := fs.String("state-dir", pathctl.StateDir, "`DIR` where the controller publishes its state for `mptcp-cc top` (empty: nowhere)")
 	return func(_ []string, out io.Writer) error {
 		if *tokenFlag == "" {
 			return cli.Usagef("--token is required (hex, as `mptcp-cc subflows` shows it)")
@@ -63,13 +63,13 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 			return cli.Usagef("--%v", err)
 		}
 		if *period < 10*time.Millisecond || *period > time.Minute {
-			return cli.Usagef("--period %v is out of range: give 10ms to 1m", *period)
+			return fmt.Errorf("--period %v is out of range: give 10ms to 1m", *period)
 		}
 		if *forD < 0 {
-			return cli.Usagef("--for %v is negative", *forD)
+			return fmt.Errorf("--for %v is negative", *forD)
 		}
 		if *stateDir != "" && !filepath.IsAbs(*stateDir) {
-			return cli.Usagef("--state-dir %q is not an absolute path", *stateDir)
+			return fmt.Errorf("--state-dir %q is not an absolute path", *stateDir)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,7 +25,7 @@ func policyRootFlag(fs *flag.FlagSet) *string {
 	if def == "" {
 		def = policy.DefaultPinRoot
 	}
-	return fs.String("bpffs", def, "bpffs directory for the policy pins (env MPTCP_CC_POLICY_BPFFS)")
+	return fs.String("bpffs", def, "bpffs `DIR` for the policy pins (env MPTCP_CC_POLICY_BPFFS)")
 }
 
 // ccName turns --algo into a kernel congestion control name: an algorithm
@@ -53,10 +52,10 @@ func parsePrefix(s string) (netip.Prefix, error) {
 }
 
 func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
-	cgroup := fs.String("cgroup", "", "cgroup v2 directory (absolute, or relative to the cgroup v2 mount)")
-	algo := fs.String("algo", "", "algorithm ("+joinNames()+") or registered congestion control")
-	dst := fs.String("dst", "", "only peers in this prefix (IPv4 or IPv6)")
-	dport := fs.Uint("dport", 0, "only this service port (remote when connecting, local when accepting)")
+	cgroup := fs.String("cgroup", "", "cgroup v2 `DIR` (absolute, or relative to the cgroup v2 mount)")
+	algo := fs.String("algo", "", "algorithm `NAME` ("+joinNames()+") or registered congestion control")
+	dst := fs.String("dst", "", "only peers in this `PREFIX` (IPv4 or IPv6)")
+	dport := fs.Uint("dport", 0, "only this service `PORT` (remote when connecting, local when accepting)")
 	tcp := fs.Bool("tcp", false, "plain TCP sockets too, not only MPTCP subflows")
 	delack := fs.Duration("delack-max", 0, "cap the matched sockets' delayed-ACK timer (e.g. 8ms; the kernel takes 2 ticks to 200ms): on a receiver, what bounds how long a subflow's ACK is held (docs/kernel-faults.md section 3)")
 	root := policyRootFlag(fs)
@@ -105,9 +104,9 @@ func cmdPolicyAttach(fs *flag.FlagSet) cli.Action {
 }
 
 func cmdPolicyDetach(fs *flag.FlagSet) cli.Action {
-	cgroup := fs.String("cgroup", "", "cgroup v2 directory")
-	algo := fs.String("algo", "", "remove only the rules naming this algorithm or congestion control")
-	rule := fs.Uint("rule", 0, "remove only this rule (ids: `mptcp-cc policy list`)")
+	cgroup := fs.String("cgroup", "", "cgroup v2 `DIR`")
+	algo := fs.String("algo", "", "remove only the rules naming this algorithm or congestion control `NAME` (not with --rule)")
+	rule := fs.Uint("rule", 0, "remove only this rule `ID` (`mptcp-cc policy list` shows them; not with --algo)")
 	root := policyRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
 		if *cgroup == "" {
@@ -118,7 +117,7 @@ func cmdPolicyDetach(fs *flag.FlagSet) cli.Action {
 		}
 		switch {
 		case *algo != "" && *rule != 0:
-			return errors.New("give --algo or --rule, not both")
+			return cli.Usagef("give --algo or --rule, not both")
 		case *algo != "":
 			n, err := policy.DetachCC(*cgroup, ccName(*algo), *root)
 			if err != nil {

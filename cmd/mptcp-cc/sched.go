@@ -30,7 +30,7 @@ func schedRootFlag(fs *flag.FlagSet, name string) *string {
 	if def == "" {
 		def = sched.DefaultPinRoot
 	}
-	return fs.String(name, def, "bpffs directory for the packet schedulers' pins (env MPTCP_CC_SCHED_BPFFS)")
+	return fs.String(name, def, "bpffs `DIR` for the packet schedulers' pins (env MPTCP_CC_SCHED_BPFFS)")
 }
 
 // schedName takes the one positional argument of a sched command.
@@ -64,7 +64,7 @@ func (a *schedArgs) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	i, err := strconv.ParseUint(k, 10, 8)
 	if !ok || err != nil || i >= uint64(len(a.v)) {
-		return fmt.Errorf("want INDEX=VALUE with INDEX 0 to %d (the tunables the scheduler's bpf/sched file lists), e.g. 0=2", len(a.v)-1)
+		return fmt.Errorf("want INDEX=VALUE with INDEX 0 to %d (the tunables `mptcp-cc sched load -h` lists), e.g. 0=2", len(a.v)-1)
 	}
 	n, err := strconv.ParseUint(v, 10, 32)
 	if err != nil {
@@ -77,20 +77,37 @@ func (a *schedArgs) Set(s string) error {
 	return nil
 }
 
+const schedLoadHelp = `The scheduler may also be given as the argument:
+` + "`mptcp-cc sched load minrtt`" + ` is ` + "`mptcp-cc sched load --algo minrtt`" + `.
+
+Tunables, --arg INDEX=VALUE (0 keeps the default; docs/schedulers.md and
+bpf/sched/NAME.bpf.c explain them):
+  rr     0: packets per turn (default 1)
+  blest  0: lambda, in hundredths (default 120 = 1.2)
+  daps   0: k, one-way share of the srtt gap, in 1/1024 (default 512)
+  papd   0: congestion-avoidance period, in RTT_max (default 4)
+         1: multipath wins at rate >= best * arg1 / 1024 (default 1024)
+         2: best-path periods between multipath re-probes (default 8)
+  minrtt, redundant and ecf have none.`
+
 func cmdSchedLoad(fs *flag.FlagSet) cli.Action {
-	name := fs.String("name", "", "name to register under, 1 to 15 characters of a-z, 0-9, '_' and '-' (default: the scheduler's own)")
+	algo := fs.String("algo", "", "scheduler `NAME`: "+strings.Join(sched.Names(), ", "))
+	name := fs.String("name", "", "`NAME` to register under, 1 to 15 characters of a-z, 0-9, '_' and '-' (default: the scheduler's own)")
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	var args schedArgs
-	fs.Var(&args, "arg", "set a tunable: INDEX=VALUE, INDEX 0 to 5 as the scheduler's bpf/sched file lists them, 0 keeps its default (repeatable)")
+	fs.Var(&args, "arg", "set a tunable: `INDEX=VALUE`, INDEX 0 to 5 (the tunables this help lists above), 0 keeps its default (repeatable)")
 	root := schedRootFlag(fs, "bpffs")
 	return func(pos []string, out io.Writer) error {
-		algo, err := schedName(pos, "one of "+strings.Join(sched.Names(), ", "))
+		algoName, err := oneName("algo", *algo, pos)
 		if err != nil {
 			return err
 		}
-		a, err := sched.Lookup(algo)
+		if algoName == "" {
+			return cli.Usagef("--algo is required: one of %s", strings.Join(sched.Names(), ", "))
+		}
+		a, err := sched.Lookup(algoName)
 		if err != nil {
-			return err
+			return cli.Usagef("%v", err)
 		}
 		if err := checkPinRoot(*root, true); err != nil {
 			return err
@@ -107,12 +124,30 @@ func cmdSchedLoad(fs *flag.FlagSet) cli.Action {
 	}
 }
 
+const schedUnloadHelp = `The name it was loaded under may also be given as the argument:
+` + "`mptcp-cc sched unload minrtt`" + ` is ` + "`mptcp-cc sched unload --name minrtt`" + `,
+which is ` + "`--algo minrtt`" + ` when it was loaded under its own name.`
+
 func cmdSchedUnload(fs *flag.FlagSet) cli.Action {
+	algo := fs.String("algo", "", "scheduler `NAME` loaded under its own name")
+	nameFlag := fs.String("name", "", "registered `NAME` (`mptcp-cc sched list` shows them)")
 	root := schedRootFlag(fs, "bpffs")
 	return func(pos []string, out io.Writer) error {
-		name, err := schedName(pos, "the name it was loaded under (`mptcp-cc sched list` shows them)")
+		name, err := oneName("name", *nameFlag, pos)
 		if err != nil {
 			return err
+		}
+		switch {
+		case name != "" && *algo != "" && name != *algo:
+			return cli.Usagef("--algo %s and %s are two names: give one", *algo, name)
+		case name == "" && *algo == "":
+			return cli.Usagef("say which scheduler: --algo NAME or --name NAME (`mptcp-cc sched list` shows them)")
+		case name == "":
+			a, err := sched.Lookup(*algo)
+			if err != nil {
+				return cli.Usagef("%v", err)
+			}
+			name = a.Name
 		}
 		if err := checkPinRoot(*root, false); err != nil {
 			return err
@@ -126,7 +161,7 @@ func cmdSchedUnload(fs *flag.FlagSet) cli.Action {
 }
 
 func cmdSchedUse(fs *flag.FlagSet) cli.Action {
-	ns := fs.String("netns", "", "named network namespace (`ip netns list`; default: this one)")
+	ns := fs.String("netns", "", "named network namespace `NAME` (`ip netns list`; default: this one)")
 	asJSON := fs.Bool("json", false, "JSON output")
 	return func(pos []string, out io.Writer) error {
 		name, err := schedName(pos, "a registered scheduler (`mptcp-cc sched list` shows them; default is the kernel's own)")
@@ -304,13 +339,13 @@ func printSchedList(out io.Writer, l schedList) error {
 	}
 	fmt.Fprintln(out)
 	if len(l.Loaded) == 0 {
-		fmt.Fprintf(out, "none loaded; try `mptcp-cc sched load %s`\n", sched.Names()[0])
+		fmt.Fprintf(out, "none loaded; try `mptcp-cc sched load --algo %s`\n", sched.Names()[0])
 	} else {
 		t = cli.NewTable(out, "LOADED", "SCHEDULER", "PARAMETERS", "STATE", "SUBFLOWS", "SENDS", "RETRANS", "BURST BYTES")
 		for _, s := range l.Loaded {
 			state := "registered"
 			if !s.Registered {
-				state = "NOT REGISTERED (stale pins: mptcp-cc sched unload " + s.Name + ")"
+				state = "NOT REGISTERED (stale pins: mptcp-cc sched unload --name " + s.Name + ")"
 			}
 			algo := s.Algo
 			if algo == "" {

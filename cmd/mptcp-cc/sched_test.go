@@ -175,7 +175,7 @@ func TestSchedListText(t *testing.T) {
 	t.Logf("\n%s", text)
 	for _, want := range []string{
 		"minrtt     m1, m2     lowest RTT", "rr         -          round robin",
-		"m2      minrtt     arg1=7 trace", "NOT REGISTERED (stale pins: mptcp-cc sched unload m2)",
+		"m2      minrtt     arg1=7 trace", "NOT REGISTERED (stale pins: mptcp-cc sched unload --name m2)",
 		"the kernel offers: default m1",
 		"(own)  default", "lab-c  m1", "odd    ? (MPTCP is disabled)",
 	} {
@@ -191,7 +191,7 @@ func TestSchedListText(t *testing.T) {
 	l.Loaded = nil
 	b.Reset()
 	_ = printSchedList(&b, l)
-	if !strings.Contains(b.String(), "none loaded; try `mptcp-cc sched load "+sched.Names()[0]+"`") {
+	if !strings.Contains(b.String(), "none loaded; try `mptcp-cc sched load --algo "+sched.Names()[0]+"`") {
 		t.Errorf("nothing loaded:\n%s", b.String())
 	}
 }

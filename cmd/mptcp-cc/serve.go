@@ -28,24 +28,32 @@ func (s *serveStringList) Set(v string) error {
 	return nil
 }
 
+const serveHelp = `With --config FILE, the daemon does what the file says (docs/daemon.md);
+a flag given on the command line overrides the file's setting. SIGHUP
+reloads the file; SIGTERM stops the daemon, which keeps or removes what it
+set up as on_exit (--on-exit) says.`
+
 func cmdServe(fs *flag.FlagSet) cli.Action {
-	configFile := fs.String("config", "", "YAML configuration file (docs/daemon.md)")
+	configFile := fs.String("config", "", "YAML configuration `FILE` (docs/daemon.md)")
 	check := fs.Bool("config.check", false, "validate the configuration file and exit, touching nothing (exit 0: valid, 1: not)")
 	root := pinRootFlag(fs)
-	policyRoot := fs.String("policy-bpffs", "", "bpffs directory for policy pins (default: <bpffs>-policy)")
-	schedRoot := fs.String("sched-bpffs", "", "bpffs directory for packet scheduler pins (default: <bpffs>-sched)")
-	listen := fs.String("web.listen-address", "127.0.0.1:9464", "address to serve /metrics on")
+	policyRoot := fs.String("policy-bpffs", "", "bpffs `DIR` for policy pins (default: <bpffs>-policy)")
+	schedRoot := fs.String("sched-bpffs", "", "bpffs `DIR` for packet scheduler pins (default: <bpffs>-sched)")
+	listen := fs.String("web.listen-address", "127.0.0.1:9464", "`HOST:PORT` to serve /metrics on")
 	allowRemote := fs.Bool("web.allow-remote", false, "allow a listen address that is not loopback")
 	maxSubflows := fs.Int("metrics.max-subflows", 4096, "bound on subflows exported with per-subflow series (0: aggregates only)")
-	onExit := fs.String("on-exit", "keep", "on SIGTERM: keep (leave algorithms loaded, policies attached) or remove (unload/detach what the configuration names)")
+	onExit := fs.String("on-exit", "keep", "what to do on SIGTERM, `ACTION`: keep (leave algorithms loaded, policies attached) or remove (unload/detach what the configuration names)")
 	var netns serveStringList
-	fs.Var(&netns, "events.netns", "also follow the mptcp_pm events of this named network namespace (repeatable)")
+	fs.Var(&netns, "events.netns", "also follow the mptcp_pm events of this named network namespace `NAME` (repeatable)")
 	noEvents := fs.Bool("events.disable", false, "do not subscribe to mptcp_pm events")
-	logLevel := fs.String("log.level", "info", "debug, info, warn or error")
-	logFormat := fs.String("log.format", "text", "text or json")
+	logLevel := fs.String("log.level", "info", "`LEVEL` of the messages logged: debug, info, warn or error")
+	logFormat := fs.String("log.format", "text", "`FORMAT` of the log: text or json")
 	return func(_ []string, out io.Writer) error {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if o := daemon.OnExit(*onExit); o != daemon.OnExitKeep && o != daemon.OnExitRemove {
+			return cli.Usagef("--on-exit %q: want keep or remove", *onExit)
+		}
 
 		// Flags given on the command line override the file.
 		override := func(cfg *daemon.Config) {
@@ -141,7 +149,7 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 func serveLogger(level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log.level %q: want debug, info, warn or error", level)
+		return nil, cli.Usagef("--log.level %q: want debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: l}
 	switch format {
@@ -150,5 +158,5 @@ func serveLogger(level, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
-	return nil, fmt.Errorf("--log.format %q: want text or json", format)
+	return nil, cli.Usagef("--log.format %q: want text or json", format)
 }

@@ -10,9 +10,9 @@ import (
 )
 
 func cmdSet(fs *flag.FlagSet) cli.Action {
-	tokenFlag := fs.String("token", "", "the connection's token, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
-	algo := fs.String("algo", "", "algorithm ("+joinNames()+") or registered congestion control")
-	ns := fs.String("netns", "", "named network namespace of the connection (`ip netns list`; default: this one)")
+	tokenFlag := fs.String("token", "", "the connection's `TOKEN`, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
+	algo := fs.String("algo", "", "algorithm `NAME` ("+joinNames()+") or registered congestion control")
+	ns := fs.String("netns", "", "named network namespace `NAME` of the connection (`ip netns list`; default: this one)")
 	asJSON := fs.Bool("json", false, "JSON output")
 	return func(_ []string, out io.Writer) error {
 		if *tokenFlag == "" {

@@ -27,11 +27,11 @@ import (
 )
 
 func cmdTop(fs *flag.FlagSet) cli.Action {
-	sortBy := fs.String("sort", "rate", "order of the connections: "+strings.Join(events.SortKeys, ", "))
+	sortBy := fs.String("sort", "rate", "order of the connections, `KEY`: "+strings.Join(events.SortKeys, ", "))
 	once := fs.Bool("once", false, "print one frame and exit (waits one --interval to compute rates)")
 	asJSON := fs.Bool("json", false, "JSON output: one object per frame, one per line")
 	interval := fs.Duration("interval", time.Second, "refresh interval")
-	netns := fs.String("netns", "", "follow the mptcp_pm events of this named network namespace (default: this process's)")
+	netns := fs.String("netns", "", "follow the mptcp_pm events of this named network namespace `NAME` (default: this process's)")
 	noEvents := fs.Bool("no-events", false, "do not subscribe to mptcp_pm events (no ids, lifetimes or closed connections)")
 	keepClosed := fs.Int("closed", 5, "recently closed connections to show")
 	pathState := fs.String("pathctl-state", pathctl.StateDir, "`DIR` where path controllers (serve, pathctl) publish what they control")
@@ -39,7 +39,7 @@ func cmdTop(fs *flag.FlagSet) cli.Action {
 	schedRoot := schedRootFlag(fs, "sched-bpffs")
 	return func(_ []string, out io.Writer) error {
 		if err := events.SortConns(nil, *sortBy); err != nil {
-			return fmt.Errorf("--sort: %v", err)
+			return cli.Usagef("--sort: %v", err)
 		}
 		if err := checkPinRoot(*root, false); err != nil {
 			return err

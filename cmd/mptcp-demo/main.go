@@ -11,37 +11,53 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
 )
 
-func main() {
-	algo := flag.String("algo", "olia", "coupled congestion control: "+fmt.Sprint(cc.Names()))
-	lisa := flag.Bool("lisa", false, "load with LISA linked slow start")
-	dur := flag.Duration("for", 20*time.Second, "how long the transfer runs")
-	flag.Parse()
-	if err := run(*algo, *lisa, *dur); err != nil {
-		fmt.Fprintf(os.Stderr, "mptcp-demo: %v\n", err)
-		os.Exit(1)
+var app = &cli.App{
+	Name:    "mptcp-demo",
+	Summary: "mptcp-cc at work in one command: a coupled congestion control on an emulated two-path network",
+	Single: &cli.Command{Name: "mptcp-demo", Summary: "run an MPTCP transfer over two emulated paths with a coupled congestion control",
+		Help: demoHelp, Flags: demo},
+}
+
+const demoHelp = `Builds an emulated two-path network (path 0: 20 Mbit/s, 2x10 ms; path 1:
+10 Mbit/s, 2x30 ms), loads the congestion control, runs an MPTCP transfer
+over both paths and prints the live subflow table every second. Everything
+it created is removed when it ends (or on Ctrl-C); an algorithm that was
+already loaded is used and left alone. Needs root.`
+
+func main() { app.Main() }
+
+func demo(fs *flag.FlagSet) cli.Action {
+	algo := fs.String("algo", "olia", "coupled congestion control `NAME`: "+strings.Join(cc.Names(), ", "))
+	lisa := fs.Bool("lisa", false, "load with LISA linked slow start")
+	dur := fs.Duration("for", 20*time.Second, "how long the transfer runs")
+	return func(_ []string, _ io.Writer) error {
+		a, err := cc.Lookup(*algo)
+		if err != nil {
+			return cli.Usagef("%v", err)
+		}
+		return run(a, *lisa, *dur)
 	}
 }
 
-func run(algoName string, lisa bool, dur time.Duration) (err error) {
-	a, err := cc.Lookup(algoName)
-	if err != nil {
-		return err
-	}
+func run(a cc.Algorithm, lisa bool, dur time.Duration) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -101,7 +117,7 @@ func run(algoName string, lisa bool, dur time.Duration) (err error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return errors.New("interrupted; cleaning up")
+			return fmt.Errorf("%w; cleaning up", cli.ErrInterrupted)
 		case <-done:
 			if werr != nil {
 				return werr

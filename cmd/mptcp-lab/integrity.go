@@ -39,9 +39,9 @@ docs/kernel-faults.md is the report made from it.`
 
 func cmdIntegrity(fs *flag.FlagSet) cli.Action {
 	conns := fs.Int("conns", 10000, "connections per arm")
-	size := fs.String("size", "256KiB", "payload per connection")
+	size := fs.String("size", "256KiB", "payload per connection, a `SIZE` such as 256KiB")
 	parallel := fs.Int("parallel", 1, "connections at once (above 1, MIB counters are not tied to connections)")
-	jsonOut := fs.String("json", "", "also write the report, every finding included, as JSON to this file")
+	jsonOut := fs.String("json", "", "also write the report, every finding included, as JSON to this `FILE`")
 	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests)")
 	return func(args []string, stdout io.Writer) error {
 		if *conns < 1 {

@@ -39,21 +39,19 @@ var app = (&cli.App{
 	Summary: "experiments on emulated multipath networks with real kernel MPTCP",
 	Commands: []cli.Command{
 		{Name: "run", Summary: "run scenario files and write results (CSV, JSON, SVG)",
-			Usage: "FILE... [--out DIR] [--reps N] [--case ID]...", Positional: true, Flags: cmdRun},
+			Args: "FILE...", Flags: cmdRun},
 		{Name: "up", Summary: "build a scenario's network and keep it until interrupted",
-			Usage: "FILE [--case ID]", Positional: true, Flags: cmdUp},
-		{Name: "validate", Summary: "check scenario files and list their cases", Usage: "FILE... [--json]", Positional: true, Flags: cmdValidate},
-		{Name: "clean", Summary: "remove what killed runs left behind", Usage: "[--run ID] [--force] [--list [--json]]", Flags: cmdClean},
+			Args: "FILE", Flags: cmdUp},
+		{Name: "validate", Summary: "check scenario files and list their cases", Args: "FILE...", Flags: cmdValidate},
+		{Name: "clean", Summary: "remove what killed runs left behind", Flags: cmdClean},
 		{Name: "summarize", Summary: "rebuild a scenario's summary and charts from its raw results",
-			Usage: "DIR/SCENARIO...", Positional: true, Flags: cmdSummarize},
+			Args: "DIR/SCENARIO...", Flags: cmdSummarize},
 		{Name: "report", Summary: "tables and charts of results next to the paper's numbers",
-			Usage: "SPEC.yaml... [--results DIR]", Positional: true, Flags: cmdReport},
+			Args: "SPEC.yaml...", Flags: cmdReport},
 		{Name: "integrity", Summary: "measure how often MPTCP connections deliver wrong bytes, per congestion control",
-			Usage: "[ARM...] [--conns N] [--size BYTES] [--parallel N] [--json FILE]", Help: integrityHelp, Positional: true,
-			Values: defaultArms, Flags: cmdIntegrity},
+			Args: "[ARM...]", Help: integrityHelp, Values: defaultArms, Flags: cmdIntegrity},
 		{Name: "ssthresh", Summary: "measure how often an implausible ssthresh appears, per congestion control, MPTCP or TCP",
-			Usage: "[ARM...] [--for DURATION] [--limit PACKETS] [--json FILE]", Help: ssthreshHelp, Positional: true,
-			Values: ssthreshArms, Flags: cmdSsthresh},
+			Args: "[ARM...]", Help: ssthreshHelp, Values: ssthreshArms, Flags: cmdSsthresh},
 		{Name: janitorCmd, Hidden: true, Positional: true, Flags: func(*flag.FlagSet) cli.Action {
 			return func(args []string, _ io.Writer) error { janitor(args); return nil }
 		}},
@@ -124,15 +122,14 @@ func (s *session) close() error {
 }
 
 func cmdRun(fs *flag.FlagSet) cli.Action {
-	out := fs.String("out", "lab-results", "results directory (each scenario writes DIR/<scenario name>/)")
+	out := fs.String("out", "lab-results", "results `DIR` (each scenario writes DIR/<scenario name>/)")
 	reps := fs.Int("reps", 0, "repetitions of every case (default: the file's)")
 	var cases multiFlag
-	fs.Var(&cases, "case", "run only this case id or variant (repeatable)")
+	fs.Var(&cases, "case", "run only this case `ID` or variant (repeatable)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests of `mptcp-lab clean`)")
 	return func(files []string, _ io.Writer) error {
 		if len(files) == 0 {
-			fs.Usage()
 			return cli.Usagef("no scenario file")
 		}
 		if *reps < 0 {
@@ -180,10 +177,9 @@ func cmdRun(fs *flag.FlagSet) cli.Action {
 }
 
 func cmdUp(fs *flag.FlagSet) cli.Action {
-	caseID := fs.String("case", "", "which case (variant) to build (default: the first)")
+	caseID := fs.String("case", "", "which case `ID` (variant) to build (default: the first)")
 	return func(pos []string, _ io.Writer) error {
 		if len(pos) != 1 {
-			fs.Usage()
 			return cli.Usagef("want one scenario file")
 		}
 		f, err := scenario.Load(pos[0])
@@ -245,7 +241,6 @@ func cmdValidate(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output: one object per file")
 	return func(pos []string, out io.Writer) error {
 		if len(pos) == 0 {
-			fs.Usage()
 			return cli.Usagef("no scenario file")
 		}
 		var errs []error
@@ -308,10 +303,10 @@ func validate(path string) validated {
 }
 
 func cmdClean(fs *flag.FlagSet) cli.Action {
-	run := fs.String("run", "", "clean only this run")
+	run := fs.String("run", "", "clean only this run `ID` (`mptcp-lab clean --list` shows them)")
 	force := fs.Bool("force", false, "also clean runs whose process is still alive")
 	list := fs.Bool("list", false, "only list what is there")
-	asJSON := fs.Bool("json", false, "with --list: JSON output")
+	asJSON := fs.Bool("json", false, "JSON output (with --list)")
 	return func(_ []string, _ io.Writer) error {
 		if *list {
 			ids, err := runner.Leftovers()
@@ -365,7 +360,6 @@ func report(c runner.Cleaned) {
 func cmdSummarize(fs *flag.FlagSet) cli.Action {
 	return func(pos []string, _ io.Writer) error {
 		if len(pos) == 0 {
-			fs.Usage()
 			return cli.Usagef("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
 		}
 		var errs []error
@@ -386,10 +380,9 @@ func cmdSummarize(fs *flag.FlagSet) cli.Action {
 }
 
 func cmdReport(fs *flag.FlagSet) cli.Action {
-	results := fs.String("results", "lab-results", "where `run --out` wrote the results")
+	results := fs.String("results", "lab-results", "`DIR` where `mptcp-lab run --out` wrote the results")
 	return func(pos []string, _ io.Writer) error {
 		if len(pos) == 0 {
-			fs.Usage()
 			return cli.Usagef("no report spec")
 		}
 		var errs []error

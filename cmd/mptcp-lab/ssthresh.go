@@ -34,8 +34,8 @@ is the report made from it.`
 
 func cmdSsthresh(fs *flag.FlagSet) cli.Action {
 	dur := fs.Duration("for", 10*time.Minute, "how long every arm runs (all at once)")
-	limit := fs.Uint("limit", cawatch.DefaultLimit, "the largest plausible window, in packets")
-	jsonOut := fs.String("json", "", "also write the report, every sighting included, as JSON to this file")
+	limit := fs.Uint("limit", cawatch.DefaultLimit, "the largest plausible window, in `PACKETS`")
+	jsonOut := fs.String("json", "", "also write the report, every sighting included, as JSON to this `FILE`")
 	noJanitor := fs.Bool("no-janitor", false, "do not start the janitor (tests)")
 	return func(args []string, stdout io.Writer) error {
 		if *dur < time.Second || *dur > 24*time.Hour {

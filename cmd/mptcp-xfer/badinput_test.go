@@ -16,7 +16,7 @@ func TestBadInput(t *testing.T) {
 	testkernel.CheckBadArgs(t, bin, testkernel.PinRoot(t), nil, []testkernel.BadArgs{
 		bad(2, []string{"serve"}, `unknown command "serve"`),
 		bad(2, []string{"server"}, "want --listen ADDR:PORT"),
-		bad(2, []string{"server", "--listen", "127.0.0.1:0", "--verbose"}, "flag provided but not defined: -verbose"),
+		bad(2, []string{"server", "--listen", "127.0.0.1:0", "--verbose"}, "flag provided but not defined: --verbose"),
 		bad(1, []string{"server", "--listen", "10.0.0.1"}, `--listen "10.0.0.1"`, "want ADDR:PORT"),
 		bad(1, []string{"server", "--listen", "127.0.0.1:99999"}, `--listen "127.0.0.1:99999"`, "0 to 65535"),
 		bad(1, []string{"server", "--listen", "nonsense:80"}, `--listen "nonsense:80"`),
@@ -26,7 +26,7 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"client"}, "want --connect ADDR:PORT and one of --bytes or --time"),
 		bad(2, []string{"client", "--connect", "127.0.0.1:9"}, "one of --bytes or --time"),
 		bad(2, []string{"client", "--connect", "127.0.0.1:9", "--bytes", "1MB", "--time", "1s"}, "one of --bytes or --time"),
-		bad(2, []string{"client", "--connect", "127.0.0.1:9", "--time", "abc"}, `invalid value "abc" for flag -time`),
+		bad(2, []string{"client", "--connect", "127.0.0.1:9", "--time", "abc"}, `invalid value "abc" for flag --time`),
 		bad(1, []string{"client", "--connect", "127.0.0.1:9", "--time", "-1s"}, "--time -1s", "positive"),
 		bad(1, []string{"client", "--connect", "127.0.0.1:9", "--bytes", "-5"}, `--bytes "-5"`, "positive size"),
 		bad(1, []string{"client", "--connect", "127.0.0.1:9", "--bytes", "lots"}, `--bytes "lots"`),

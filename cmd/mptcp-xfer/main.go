@@ -34,9 +34,9 @@ var app = (&cli.App{
 	Summary: "the project's transfer tool: a checking sink and a sender over MPTCP or TCP",
 	Commands: []cli.Command{
 		{Name: "server", Summary: "a sink that counts and checks what it receives (prints its address as JSON)",
-			Usage: "--listen ADDR:PORT [--mptcp] [--ns NAME] [--no-verify]", Flags: server},
+			Required: []string{"listen"}, Flags: server},
 		{Name: "client", Summary: "send --bytes N or for --time D and print what the receiver got, as JSON",
-			Usage: "--connect ADDR:PORT (--bytes N | --time D) [--cc NAME] [--mptcp] [--bind ADDR] [--ns NAME]", Flags: client},
+			Required: []string{"connect", "bytes|time"}, Flags: client},
 	},
 	Footer: "The client's JSON: bytes sent and delivered (as the server counted them), duration, throughput, whether the data arrived intact, the congestion control the socket ran.",
 }).WithDocs()
@@ -44,13 +44,12 @@ var app = (&cli.App{
 func main() { app.Main() }
 
 func server(fs *flag.FlagSet) cli.Action {
-	listen := fs.String("listen", "", "address:port to listen on (port 0: any)")
+	listen := fs.String("listen", "", "`ADDR:PORT` to listen on (port 0: any)")
 	mptcp := fs.Bool("mptcp", false, "listen with IPPROTO_MPTCP (plain TCP clients are accepted too)")
-	ns := fs.String("ns", "", "network namespace to listen in")
+	ns := fs.String("ns", "", "network namespace `NAME` to listen in")
 	noVerify := fs.Bool("no-verify", false, "count bytes but skip the byte-by-byte check (for multi-Gbit/s runs)")
 	return func(_ []string, stdout io.Writer) error {
 		if *listen == "" {
-			fs.Usage()
 			return cli.Usagef("want --listen ADDR:PORT")
 		}
 		addr, err := parseAddrPort("--listen", *listen)
@@ -101,16 +100,15 @@ type Result struct {
 }
 
 func client(fs *flag.FlagSet) cli.Action {
-	connect := fs.String("connect", "", "server address:port")
-	bytesF := fs.String("bytes", "", "send this much (e.g. 10MB, 1MiB, 500000)")
-	dur := fs.Duration("time", 0, "send for this long (e.g. 30s)")
-	cc := fs.String("cc", "", "congestion control of the socket (default: the namespace's)")
+	connect := fs.String("connect", "", "server's `ADDR:PORT`")
+	bytesF := fs.String("bytes", "", "send this much, a `SIZE` such as 10MB, 1MiB or 500000")
+	dur := fs.Duration("time", 0, "send for this long, such as 30s")
+	cc := fs.String("cc", "", "congestion control `NAME` of the socket (default: the namespace's)")
 	mptcp := fs.Bool("mptcp", false, "use MPTCP (IPPROTO_MPTCP)")
-	bind := fs.String("bind", "", "source address (the path the connection starts on)")
-	ns := fs.String("ns", "", "network namespace to run in")
+	bind := fs.String("bind", "", "source `ADDR` (the path the connection starts on)")
+	ns := fs.String("ns", "", "network namespace `NAME` to run in")
 	return func(_ []string, stdout io.Writer) error {
 		if *connect == "" || (*bytesF == "") == (*dur == 0) {
-			fs.Usage()
 			return cli.Usagef("want --connect ADDR:PORT and one of --bytes or --time")
 		}
 		if *dur < 0 {

@@ -1,20 +1,34 @@
 // Package cli is the one command framework of the project's binaries
-// (mptcp-cc, mptcp-lab, mptcp-xfer). A binary is an App: a list of
-// Commands, each declared as data (name, summary, usage, flags, whether
-// it takes positional arguments, subcommands). From that one declaration
-// come the dispatch, the flag parsing, `-h` on every command, the man
-// pages (WriteMan) and the shell completions (WriteCompletion), so they
-// cannot drift apart.
+// (mptcp-cc, mptcp-lab, mptcp-xfer, mptcp-demo). A binary is an App: a list
+// of Commands (or one Single command), each declared as data (name, summary,
+// flags, which flags are required, its positional arguments, subcommands).
+// From that one declaration come the dispatch, the flag parsing, the
+// synopsis, `-h` and `help CMD` on every command, the man pages (WriteMan)
+// and the shell completions (WriteCompletion), so they cannot drift apart.
 //
-// Exit codes, the same for every binary:
+// A flag's value is named in the synopsis by the first back-quoted
+// upper-case word of its usage text ("cgroup v2 `DIR`" gives --cgroup DIR),
+// else by its type (DURATION, N, NUMBER, VALUE); other back-quoted text (a
+// command to run) is shown as written. Flags are shown with two dashes.
 //
-//	0   success, or --help
+// Help (-h, --help, `PROG help CMD`) goes to stdout and exits 0. A usage
+// error prints one line naming the mistake and a pointer to -h, on stderr.
+// Exit codes, the same for every binary, one per kind of mistake. 2 is
+// for what the command's declaration alone shows to be wrong, 1 for what
+// the command found wrong by checking further:
+//
+//	0   success, or help
 //	1   the command failed (the message names the problem and the fix),
-//	    including a flag value the command itself refused (an unknown
-//	    algorithm, a prefix longer than the address, a token not in hex)
-//	2   usage error: no, unknown or incomplete command; an unknown flag, a
-//	    flag value of the wrong type (--watch abc), an unexpected
-//	    argument, a required flag missing (the action returns Usagef)
+//	    including a value it checked and refused: out of range
+//	    (--max-subflows 0), not in the form wanted (--token zz, --dst
+//	    10.0.0.0/33), a name not registered, a file, cgroup or namespace
+//	    that does not exist, a path not on bpffs
+//	2   usage error: no, unknown or incomplete command or subcommand; an
+//	    unknown flag; a flag value of the wrong type (--watch abc); a value
+//	    not among the choices the flag lists (top --sort bogus, load --algo
+//	    cubic2, completion fish); a required flag or argument missing, an
+//	    unexpected argument, flags that exclude each other, a parameter that
+//	    the chosen algorithm does not read (the action returns Usagef)
 //	130 interrupted (the command returned an error wrapping ErrInterrupted)
 package cli
 
@@ -28,22 +42,31 @@ import (
 )
 
 // Action is what a command does once its flags are parsed: args are the
-// positional arguments (always empty for a command without Positional).
+// positional arguments (always empty for a command that takes none).
 type Action func(args []string, out io.Writer) error
 
 // Command is one subcommand.
 type Command struct {
 	Name    string
 	Summary string // one line, for the command list
-	Usage   string // the synopsis after "PROG NAME", e.g. "--algo NAME [--lisa]"
-	// Help is further text for `-h` and the man page (optional).
+	// Args is the synopsis of the positional arguments ("FILE...", "NAME",
+	// "[ARM...]"). A command with Args takes positional arguments, and its
+	// flags may follow them (mptcp-lab run FILE --out DIR). The rest of the
+	// synopsis is made from the flag set.
+	Args string
+	// Required are the flags the synopsis shows as required, in its order;
+	// "a|b" is one of the two (--bytes or --time). The action checks them
+	// (it knows the message that helps).
+	Required []string
+	// Help is further text for -h and the man page (optional).
 	Help string
 	// Flags declares the command's flags on fs and returns what runs. It
-	// must do nothing else: the man page and completions call it to learn
-	// the flags. Nil for a command with subcommands.
+	// must do nothing else: the synopsis, the man page and the completions
+	// call it to learn the flags. Nil for a command with subcommands.
 	Flags func(fs *flag.FlagSet) Action
-	// Positional: the command takes arguments besides its flags, and flags
-	// may follow them (mptcp-lab run FILE --out DIR).
+	// Positional: the command takes positional arguments although Args
+	// shows none, as a second form of a flag that Help describes
+	// (`load olia` for `load --algo olia`).
 	Positional bool
 	// Values are what a positional argument usually is, for the shell
 	// completions (without them, file names are completed).
@@ -54,11 +77,16 @@ type Command struct {
 	Hidden bool
 }
 
-// App is a binary made of subcommands.
+func (c Command) takesArgs() bool { return c.Positional || c.Args != "" }
+
+// App is a binary made of subcommands, or of one Single command.
 type App struct {
 	Name     string
 	Summary  string // one line: what the program is, for the man page
 	Commands []Command
+	// Single is the command of a binary without subcommands (mptcp-demo):
+	// its flags follow the program's name. Commands is then empty.
+	Single *Command
 	// Footer is printed after the command list in the usage text.
 	Footer string
 }
@@ -72,15 +100,20 @@ type errUsage struct{ msg string }
 func (e errUsage) Error() string { return e.msg }
 
 // Usagef is the error an action returns when it was called wrongly (a
-// required flag is missing): Run exits with 2, as for an unknown flag, so
-// scripts can tell a wrong command line from a failed command.
+// required flag is missing, a value is not one the flag lists): Run exits
+// with 2, as for an unknown flag, so scripts can tell a wrong command line
+// from a failed command.
 func Usagef(format string, args ...any) error { return errUsage{fmt.Sprintf(format, args...)} }
 
-// Usage writes the command list.
+// Usage writes the command list (for a Single app, its help).
 func (a *App) Usage(w io.Writer) {
+	if a.Single != nil {
+		a.leafHelp(w, *a.Single, "")
+		return
+	}
 	fmt.Fprintf(w, "usage: %s COMMAND [flags]\n\ncommands:\n", a.Name)
 	writeList(w, a.Commands)
-	fmt.Fprintf(w, "\n`%s COMMAND -h` shows a command's flags.", a.Name)
+	fmt.Fprintf(w, "\n`%s help COMMAND` or `%s COMMAND -h` shows a command's usage and flags.", a.Name, a.Name)
 	if a.Footer != "" {
 		fmt.Fprintf(w, " %s", a.Footer)
 	}
@@ -107,97 +140,135 @@ func visible(cmds []Command) []Command {
 	return out
 }
 
+// root is the App as a command: its subcommands, or its Single command.
+func (a *App) root() Command {
+	if a.Single != nil {
+		return *a.Single
+	}
+	return Command{Name: a.Name, Sub: a.Commands}
+}
+
+// line is the command line of path ("mptcp-cc policy attach").
+func (a *App) line(path string) string { return strings.TrimSpace(a.Name + " " + path) }
+
 // Run dispatches args (without the program name) and returns the exit code.
 func (a *App) Run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 && a.Single == nil {
 		a.Usage(stderr)
 		return 2
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		a.Usage(stdout)
-		return 0
-	}
-	c, ok := find(a.Commands, args[0])
-	if !ok {
-		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", a.Name, args[0])
-		a.Usage(stderr)
-		return 2
-	}
-	path, err := a.run(c, c.Name, args[1:], stdout)
+	path, err := a.run(a.root(), "", args, stdout)
 	var ue errUsage
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, ErrInterrupted):
-		fmt.Fprintf(stderr, "%s %s: %v\n", a.Name, path, err)
+		fmt.Fprintf(stderr, "%s: %v\n", a.line(path), err)
 		return 130
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s %s: %v\n", a.Name, path, err)
+		fmt.Fprintf(stderr, "%s: %v\n", a.line(path), err)
+		fmt.Fprintf(stderr, "`%s -h` shows the usage\n", a.line(path))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "%s %s: %v\n", a.Name, path, err)
+		fmt.Fprintf(stderr, "%s: %v\n", a.line(path), err)
 		return 1
 	}
 }
 
-// run runs c (named path, e.g. "policy attach") and returns the path of
-// the command that ran, for error messages.
+// run runs c (named path, e.g. "policy attach"; "" for the App) and returns
+// the path of the command that ran, for error messages.
 func (a *App) run(c Command, path string, args []string, out io.Writer) (string, error) {
-	if len(c.Sub) > 0 {
-		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-			a.subUsage(out, c, path)
-			if len(args) == 0 {
-				return path, errUsage{fmt.Sprintf("say what to do: %s", names(c.Sub))}
-			}
+	if c.Flags == nil {
+		if len(args) == 0 {
+			return path, errUsage{fmt.Sprintf("say what to do: %s", names(c.Sub))}
+		}
+		switch args[0] {
+		case "-h", "--help":
+			a.help(out, c, path)
 			return path, flag.ErrHelp
+		case "help":
+			return a.helpOf(c, path, args[1:], out)
 		}
 		sub, ok := find(c.Sub, args[0])
 		if !ok {
-			return path, errUsage{fmt.Sprintf("unknown subcommand %q: %s (`%s %s -h`)", args[0], names(c.Sub), a.Name, path)}
+			what := "subcommand"
+			if path == "" {
+				what = "command"
+			}
+			return path, errUsage{fmt.Sprintf("unknown %s %q: %s", what, args[0], names(c.Sub))}
 		}
-		return a.run(sub, path+" "+sub.Name, args[1:], out)
+		return a.run(sub, strings.TrimSpace(path+" "+sub.Name), args[1:], out)
 	}
-	fs := a.flagSet(c, path)
+	fs := flag.NewFlagSet(a.line(path), flag.ContinueOnError)
+	// Errors are returned, not printed (Run prints them once), and -h is
+	// answered here, on stdout.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	action := c.Flags(fs)
 	var pos []string
 	var err error
-	if c.Positional {
+	if c.takesArgs() {
 		pos, err = ParseInterspersed(fs, args)
 	} else {
 		err = Parse(fs, args)
 	}
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		return path, errUsage{err.Error()}
+	if errors.Is(err, flag.ErrHelp) {
+		a.leafHelp(out, c, path)
+		return path, err
 	}
 	if err != nil {
-		return path, err
+		return path, errUsage{flagError(fs, err)}
 	}
 	return path, action(pos, out)
 }
 
-func (a *App) subUsage(w io.Writer, c Command, path string) {
-	fmt.Fprintf(w, "usage: %s %s SUBCOMMAND [flags]\n\n", a.Name, path)
-	for _, s := range visible(c.Sub) {
-		fmt.Fprintf(w, "  %s %s\n        %s\n", s.Name, s.Usage, s.Summary)
+// helpOf answers `help [CMD [SUB]]` asked of group c.
+func (a *App) helpOf(c Command, path string, args []string, out io.Writer) (string, error) {
+	for _, name := range args {
+		if c.Flags != nil {
+			return path, errUsage{fmt.Sprintf("%s has no subcommand %q", a.line(path), name)}
+		}
+		sub, ok := find(c.Sub, name)
+		if !ok {
+			return path, errUsage{fmt.Sprintf("no command %q: %s", name, names(c.Sub))}
+		}
+		c, path = sub, strings.TrimSpace(path+" "+name)
 	}
-	if c.Help != "" {
-		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Help))
+	a.help(out, c, path)
+	return path, flag.ErrHelp
+}
+
+// help writes the help of c: the App's usage, a group's or a command's.
+func (a *App) help(w io.Writer, c Command, path string) {
+	switch {
+	case path == "" && a.Single == nil:
+		a.Usage(w)
+	case c.Flags == nil:
+		a.groupHelp(w, c, path)
+	default:
+		a.leafHelp(w, c, path)
 	}
 }
 
-// flagSet makes the flag set of one command: errors are returned, not
-// printed and exited; -h prints the synopsis, the help text and the flags.
-func (a *App) flagSet(c Command, path string) *flag.FlagSet {
-	fs := flag.NewFlagSet(path, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s %s %s\n", a.Name, path, c.Usage)
-		if c.Help != "" {
-			fmt.Fprintf(fs.Output(), "\n%s\n\n", strings.TrimSpace(c.Help))
-		}
-		fs.PrintDefaults()
+func (a *App) groupHelp(w io.Writer, c Command, path string) {
+	fmt.Fprintf(w, "usage: %s SUBCOMMAND [flags]\n\nsubcommands:\n", a.line(path))
+	for _, s := range visible(c.Sub) {
+		writeTerms(w, "  "+s.Name, "      ", synopsis(s))
+		writeWrapped(w, "        ", s.Summary)
 	}
-	return fs
+	if c.Help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.Trim(c.Help, "\n"))
+	}
+	fmt.Fprintf(w, "\n`%s help SUBCOMMAND` or `%s SUBCOMMAND -h` shows a subcommand's flags.\n", a.line(path), a.line(path))
+}
+
+// leafHelp is -h of a command: the synopsis, the help text and the flags.
+func (a *App) leafHelp(w io.Writer, c Command, path string) {
+	writeUsageLine(w, a.line(path), synopsis(c))
+	if c.Help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.Trim(c.Help, "\n"))
+	}
+	writeFlags(w, flagsOf(c))
 }
 
 // Main runs the App on os.Args and exits with its code.

@@ -18,7 +18,7 @@ func testApp(got *[]string) *App {
 		Name:    "prog",
 		Summary: "a test program",
 		Commands: []Command{
-			{Name: "ok", Summary: "succeeds", Usage: "[--n N]", Flags: func(fs *flag.FlagSet) Action {
+			{Name: "ok", Summary: "succeeds", Flags: func(fs *flag.FlagSet) Action {
 				n := fs.Int("n", 0, "a number")
 				return func(_ []string, out io.Writer) error {
 					fmt.Fprintf(out, "n=%d", *n)
@@ -28,24 +28,28 @@ func testApp(got *[]string) *App {
 			{Name: "fail", Summary: "fails", Flags: func(*flag.FlagSet) Action {
 				return func([]string, io.Writer) error { return errors.New("it broke: do X") }
 			}},
-			{Name: "needs", Summary: "has a required flag", Flags: func(*flag.FlagSet) Action {
+			{Name: "needs", Summary: "has a required flag", Required: []string{"x", "a|b"}, Flags: func(fs *flag.FlagSet) Action {
+				fs.String("x", "", "the `TOKEN`, as `prog ok` shows it")
+				fs.String("a", "", "one")
+				fs.Duration("b", 0, "other")
+				fs.Bool("on", true, "a switch that is on")
 				return func([]string, io.Writer) error { return Usagef("--x is required") }
 			}},
 			{Name: "intr", Summary: "interrupted", Flags: func(*flag.FlagSet) Action {
 				return func([]string, io.Writer) error { return fmt.Errorf("run: %w", ErrInterrupted) }
 			}},
-			{Name: "files", Summary: "takes files", Usage: "FILE... [--out DIR]", Positional: true, Flags: func(fs *flag.FlagSet) Action {
-				dir := fs.String("out", "", "where")
+			{Name: "files", Summary: "takes files", Args: "FILE...", Flags: func(fs *flag.FlagSet) Action {
+				dir := fs.String("out", "", "where: `DIR`")
 				return func(args []string, out io.Writer) error {
 					fmt.Fprintf(out, "%s -> %s", strings.Join(args, ","), *dir)
 					return nil
 				}
 			}},
-			{Name: "pick", Summary: "takes a name", Usage: "NAME", Positional: true, Values: []string{"alpha", "beta"}, Flags: func(*flag.FlagSet) Action {
+			{Name: "pick", Summary: "takes a name", Args: "NAME", Values: []string{"alpha", "beta"}, Flags: func(*flag.FlagSet) Action {
 				return func(args []string, out io.Writer) error { fmt.Fprint(out, strings.Join(args, ",")); return nil }
 			}},
 			{Name: "group", Summary: "has subcommands", Help: "Group help.", Sub: []Command{
-				{Name: "one", Summary: "the first", Usage: "--x", Flags: func(fs *flag.FlagSet) Action {
+				{Name: "one", Summary: "the first", Required: []string{"x"}, Flags: func(fs *flag.FlagSet) Action {
 					x := fs.Bool("x", false, "a switch")
 					return func(_ []string, out io.Writer) error { fmt.Fprintf(out, "one x=%v", *x); return nil }
 				}},
@@ -70,30 +74,54 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{nil, 2, "", "usage: prog COMMAND"},
 		{[]string{"--help"}, 0, "usage: prog COMMAND", ""},
-		{[]string{"nope"}, 2, "", `prog: unknown command "nope"`},
+		{[]string{"-h"}, 0, "usage: prog COMMAND", ""},
+		{[]string{"help"}, 0, "usage: prog COMMAND", ""},
+		{[]string{"help", "ok"}, 0, "usage: prog ok [--n N]", ""},
+		{[]string{"help", "group"}, 0, "usage: prog group SUBCOMMAND", ""},
+		{[]string{"help", "group", "one"}, 0, "usage: prog group one --x", ""},
+		{[]string{"group", "help", "one"}, 0, "usage: prog group one --x", ""},
+		{[]string{"help", "nope"}, 2, "", `prog: no command "nope": ok, fail`},
+		{[]string{"help", "ok", "more"}, 2, "", `prog ok has no subcommand "more"`},
+		{[]string{"nope"}, 2, "", "prog: unknown command \"nope\": ok, fail, needs, intr, files, pick, group or completion\n`prog -h` shows the usage\n"},
 		{[]string{"ok", "--n", "3"}, 0, "n=3", ""},
-		{[]string{"ok", "-h"}, 0, "", ""}, // the flag set prints its usage to os.Stderr
+		{[]string{"ok", "-h"}, 0, "usage: prog ok [--n N]\n\nflags:\n  --n N\n        a number\n", ""},
+		{[]string{"ok", "--help"}, 0, "usage: prog ok [--n N]", ""},
 		{[]string{"ok", "extra"}, 2, "", `prog ok: unexpected argument "extra"`},
-		{[]string{"ok", "--bad"}, 2, "", "flag provided but not defined: -bad"},
-		{[]string{"ok", "--n", "x"}, 2, "", `invalid value "x" for flag -n`},
-		{[]string{"needs"}, 2, "", "prog needs: --x is required"},
-		{[]string{"fail"}, 1, "", "prog fail: it broke: do X"},
+		// One line, the flag with two dashes, then where the usage is.
+		{[]string{"ok", "--bad"}, 2, "", "prog ok: flag provided but not defined: --bad\n`prog ok -h` shows the usage\n"},
+		{[]string{"ok", "-bad"}, 2, "", "flag provided but not defined: --bad\n"},
+		{[]string{"ok", "--n", "x"}, 2, "", `prog ok: invalid value "x" for flag --n: want a whole number`},
+		{[]string{"ok", "--n"}, 2, "", `prog ok: flag needs an argument: --n`},
+		{[]string{"needs", "--on=maybe"}, 2, "", `invalid boolean value "maybe" for --on: want true or false`},
+		{[]string{"needs", "--b", "soon"}, 2, "", `invalid value "soon" for flag --b: want a duration such as 500ms`},
+		{[]string{"needs"}, 2, "", "prog needs: --x is required\n`prog needs -h` shows the usage\n"},
+		{[]string{"fail"}, 1, "", "prog fail: it broke: do X\n"},
 		{[]string{"intr"}, 130, "", "prog intr: run: interrupted"},
 		{[]string{"files", "a", "--out", "d", "b"}, 0, "a,b -> d", ""},
-		{[]string{"group"}, 2, "usage: prog group SUBCOMMAND", "prog group: say what to do: one or two"},
+		{[]string{"group"}, 2, "", "prog group: say what to do: one or two\n`prog group -h` shows the usage\n"},
 		{[]string{"group", "-h"}, 0, "Group help.", ""},
+		{[]string{"group", "--help"}, 0, "  one --x\n", ""},
 		{[]string{"group", "three"}, 2, "", `prog group: unknown subcommand "three": one or two`},
 		{[]string{"group", "one", "--x"}, 0, "one x=true", ""},
+		{[]string{"group", "one", "-h"}, 0, "usage: prog group one --x\n", ""},
 		{[]string{"group", "two"}, 1, "", "prog group two: two failed"},
 		{[]string{"secret", "a", "b"}, 0, "", ""},
 		{[]string{"completion"}, 2, "", "say which shell"},
 		{[]string{"completion", "fish"}, 2, "", `unknown shell "fish"`},
+		{[]string{"completion", "-h"}, 0, "usage: prog completion bash|zsh\n", ""},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
 		code := testApp(&hidden).Run(c.args, &stdout, &stderr)
 		if code != c.code || !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.stderr) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
+		}
+		// Help is on stdout alone; an error on stderr alone, once.
+		if c.code == 0 && stderr.Len() > 0 || c.code != 0 && stdout.Len() > 0 && len(c.args) > 0 {
+			t.Errorf("%q: exit %d with stdout %q and stderr %q", c.args, code, stdout.String(), stderr.String())
+		}
+		if n := strings.Count(stderr.String(), "\n"); c.code != 0 && len(c.args) > 0 && n > 2 {
+			t.Errorf("%q: %d lines on stderr, want the error and the pointer to -h:\n%s", c.args, n, stderr.String())
 		}
 	}
 	if strings.Join(hidden, " ") != "a b" {
@@ -147,7 +175,11 @@ func TestMan(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(b)
-	for _, want := range []string{".TH PROG 1", `prog \- a test program`, `.B prog group one`, `.B \-\-x`, `.B \-\-n \fIvalue\fR`, "(default 0)", ".SH EXIT STATUS", ".B 130"} {
+	for _, want := range []string{".TH PROG 1", `prog \- a test program`, `.B prog group one`, `.B \-\-x`, `.B \-\-n \fIN\fR`,
+		`.I "\-\-x TOKEN (\-\-a VALUE | \-\-b DURATION) [\-\-on=false]"`, "the TOKEN, as `prog ok` shows it", "(default true)",
+		`.I "FILE... [\-\-out DIR]"`, ".SH EXIT STATUS", ".B 130",
+		// An indented help line (a command to type) stays as written.
+		".nf\n  bash: source <(prog completion bash)\n  zsh:  prog completion zsh > \"${fpath[1]}/_prog\"\n.fi\n"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("man page lacks %q:\n%s", want, page)
 		}
@@ -205,5 +237,26 @@ COMP_WORDS=(prog pick al); COMP_CWORD=2; _prog; echo "${COMPREPLY[@]}"
 	}
 	if got := string(b); got != "--x\ngroup\nalpha\n" {
 		t.Errorf("bash completion offered %q, want %q", got, "--x\ngroup\nalpha\n")
+	}
+}
+
+// Go's flag package prints a parse error, and the whole usage, to the flag
+// set's output (os.Stderr unless told) before returning it: the framework
+// must silence that, or the error shows twice.
+func TestNothingPrintedBehindRun(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = w, w
+	var hidden []string
+	for _, args := range [][]string{{"ok", "--bad"}, {"ok", "--n", "x"}, {"ok", "-h"}, {"files", "a", "--out"}, {"group", "one", "--help"}} {
+		testApp(&hidden).Run(args, io.Discard, io.Discard)
+	}
+	os.Stdout, os.Stderr = stdout, stderr
+	w.Close()
+	if b, _ := io.ReadAll(r); len(b) > 0 {
+		t.Errorf("printed outside Run's writers:\n%s", b)
 	}
 }

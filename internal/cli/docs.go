@@ -18,8 +18,8 @@ func (a *App) WithDocs() *App {
 	a.Commands = append(a.Commands,
 		Command{
 			Name: "completion", Summary: "print a shell completion script (bash or zsh)",
-			Usage: "bash|zsh", Positional: true,
-			Help: "bash: source <(" + a.Name + " completion bash)\nzsh:  " + a.Name + " completion zsh > \"${fpath[1]}/_" + a.Name + "\"",
+			Args: "bash|zsh", Values: []string{"bash", "zsh"},
+			Help: "  bash: source <(" + a.Name + " completion bash)\n  zsh:  " + a.Name + " completion zsh > \"${fpath[1]}/_" + a.Name + "\"",
 			Flags: func(*flag.FlagSet) Action {
 				return func(args []string, out io.Writer) error {
 					if len(args) != 1 {
@@ -30,7 +30,7 @@ func (a *App) WithDocs() *App {
 			},
 		},
 		Command{
-			Name: "man", Summary: "write the man page", Usage: "DIR", Positional: true, Hidden: true,
+			Name: "man", Summary: "write the man page", Args: "DIR", Hidden: true,
 			Flags: func(*flag.FlagSet) Action {
 				return func(args []string, _ io.Writer) error {
 					if len(args) != 1 {
@@ -51,31 +51,18 @@ func (a *App) WithDocs() *App {
 	return a
 }
 
-// flagInfo is one flag as the docs show it.
-type flagInfo struct {
-	name, usage, def string
-	isBool           bool
-}
-
-// flagsOf declares c's flags on a scratch flag set and lists them.
-func flagsOf(c Command) []flagInfo {
-	if c.Flags == nil {
-		return nil
-	}
-	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-	c.Flags(fs)
-	var out []flagInfo
-	fs.VisitAll(func(f *flag.Flag) {
-		b, ok := f.Value.(interface{ IsBoolFlag() bool })
-		out = append(out, flagInfo{f.Name, f.Usage, f.DefValue, ok && b.IsBoolFlag()})
-	})
-	return out
-}
-
 // leaf is a runnable command with its full path ("policy attach").
 type leaf struct {
 	path string
 	cmd  Command
+}
+
+// leaves lists the App's runnable commands (a Single app's one, path "").
+func (a *App) leaves() []leaf {
+	if a.Single != nil {
+		return []leaf{{"", *a.Single}}
+	}
+	return leaves(a.Commands, "")
 }
 
 func leaves(cmds []Command, prefix string) []leaf {
@@ -99,42 +86,42 @@ func (a *App) WriteMan(w io.Writer) error {
 	p.line(`%s \- %s`, esc(a.Name), esc(a.Summary))
 	p.line(".SH SYNOPSIS")
 	p.line(`.B %s`, esc(a.Name))
-	p.line(`.I COMMAND`)
-	p.line(`[\fIflags\fR]`)
+	if a.Single != nil {
+		p.line(`%s`, esc(synopsisLine(*a.Single)))
+	} else {
+		p.line(`.I COMMAND`)
+		p.line(`[\fIflags\fR]`)
+	}
 	p.line(".SH COMMANDS")
-	for _, l := range leaves(a.Commands, "") {
+	for _, l := range a.leaves() {
 		p.line(".TP")
-		p.line(`.B %s %s`, esc(a.Name), esc(l.path))
-		if l.cmd.Usage != "" {
-			p.line(`.I %s`, quote(l.cmd.Usage))
+		p.line(`.B %s`, esc(a.line(l.path)))
+		if syn := synopsisLine(l.cmd); syn != "" {
+			p.line(`.I %s`, quote(syn))
 			p.line(".br")
 		}
 		p.line("%s", esc(l.cmd.Summary))
 		if l.cmd.Help != "" {
 			p.line(".IP")
-			p.text(l.cmd.Help)
+			p.prose(l.cmd.Help)
 		}
 		for _, f := range flagsOf(l.cmd) {
 			p.line(".RS")
 			p.line(".TP")
 			arg := ""
-			if !f.isBool {
-				arg = ` \fIvalue\fR`
+			if f.value != "" {
+				arg = ` \fI` + esc(f.value) + `\fR`
 			}
 			p.line(`.B \-\-%s%s`, esc(f.name), arg)
-			u := f.usage
-			if f.def != "" && !(f.isBool && f.def == "false") {
-				u += " (default " + f.def + ")"
-			}
-			p.text(u)
+			p.text(f.text())
 			p.line(".RE")
 		}
 	}
 	p.line(".SH EXIT STATUS")
 	for _, e := range [][2]string{
 		{"0", "success, or help was asked for"},
-		{"1", "the command failed; the message names the problem and the fix"},
-		{"2", "usage error: no, unknown or incomplete command"},
+		{"1", "the command failed, or checked a value and refused it (out of range, not in the form wanted, not registered, not found); the message names the problem and the fix"},
+		{"2", "usage error: an unknown or incomplete command, an unknown flag, a value of the wrong type or not among the choices the flag lists, a required flag missing, an unexpected argument"},
 		{"130", "interrupted"},
 	} {
 		p.line(".TP")
@@ -172,6 +159,36 @@ func (r *roff) text(s string) {
 	}
 }
 
+// prose writes a help text, written for -h at 80 columns, to be filled
+// to the man page's width: a blank line is a paragraph break, and lines
+// that start with spaces (a table, a command) are kept as they are.
+func (r *roff) prose(s string) {
+	verbatim := false
+	for _, l := range strings.Split(strings.Trim(s, "\n"), "\n") {
+		indented := strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")
+		if verbatim && !indented {
+			r.line(".fi")
+			verbatim = false
+		}
+		if strings.TrimSpace(l) == "" {
+			r.line(".sp")
+			continue
+		}
+		if indented && !verbatim {
+			r.line(".nf")
+			verbatim = true
+		}
+		l = esc(l)
+		if strings.HasPrefix(l, ".") || strings.HasPrefix(l, "'") {
+			l = `\&` + l
+		}
+		r.line("%s", l)
+	}
+	if verbatim {
+		r.line(".fi")
+	}
+}
+
 func esc(s string) string {
 	return strings.NewReplacer(`\`, `\e`, "-", `\-`).Replace(s)
 }
@@ -194,6 +211,16 @@ func (a *App) WriteCompletion(w io.Writer, shell string) error {
 // follow it: subcommand names, or the command's flags.
 func (a *App) words() map[string][]string {
 	m := map[string][]string{}
+	leafWords := func(c Command) (w []string) {
+		for _, f := range flagsOf(c) {
+			w = append(w, "--"+f.name)
+		}
+		return append(w, c.Values...)
+	}
+	if a.Single != nil {
+		m[""] = leafWords(*a.Single)
+		return m
+	}
 	var walk func(cmds []Command, prefix string)
 	walk = func(cmds []Command, prefix string) {
 		for _, c := range visible(cmds) {
@@ -203,10 +230,7 @@ func (a *App) words() map[string][]string {
 				walk(c.Sub, path)
 				continue
 			}
-			for _, f := range flagsOf(c) {
-				m[path] = append(m[path], "--"+f.name)
-			}
-			m[path] = append(m[path], c.Values...)
+			m[path] = leafWords(c)
 		}
 	}
 	walk(a.Commands, "")
@@ -276,28 +300,37 @@ func (a *App) zshCompletion(w io.Writer) error {
 				walk(c.Sub, path)
 				continue
 			}
-			var specs []string
-			for _, f := range flagsOf(c) {
-				spec := "--" + f.name + "[" + strings.NewReplacer("[", "(", "]", ")", ":", " ").Replace(f.usage) + "]"
-				if !f.isBool {
-					spec += ":" + f.name + ":_files"
-				}
-				specs = append(specs, zq(spec))
-			}
-			switch {
-			case c.Positional && len(c.Values) > 0:
-				specs = append(specs, zq("1:argument:("+strings.Join(c.Values, " ")+")"))
-			case c.Positional:
-				specs = append(specs, zq("*:argument:_files"))
-			}
-			fmt.Fprintf(&b, "\t%q)\n\t\t_arguments %s ;;\n", path, strings.Join(specs, " "))
+			fmt.Fprintf(&b, "\t%q)\n\t\t_arguments %s ;;\n", path, zshSpecs(c))
 		}
 	}
-	walk(a.Commands, "")
+	if a.Single != nil {
+		fmt.Fprintf(&b, "\t\"\")\n\t\t_arguments %s ;;\n", zshSpecs(*a.Single))
+	} else {
+		walk(a.Commands, "")
+	}
 	b.WriteString("\tesac\n}\n\n")
 	fmt.Fprintf(&b, "%s \"$@\"\n", fn)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// zshSpecs are the _arguments specs of a command: its flags and arguments.
+func zshSpecs(c Command) string {
+	var specs []string
+	for _, f := range flagsOf(c) {
+		spec := "--" + f.name + "[" + strings.NewReplacer("[", "(", "]", ")", ":", " ").Replace(f.help) + "]"
+		if f.value != "" {
+			spec += ":" + f.name + ":_files"
+		}
+		specs = append(specs, zq(spec))
+	}
+	switch {
+	case c.takesArgs() && len(c.Values) > 0:
+		specs = append(specs, zq("1:argument:("+strings.Join(c.Values, " ")+")"))
+	case c.takesArgs():
+		specs = append(specs, zq("*:argument:_files"))
+	}
+	return strings.Join(specs, " ")
 }
 
 // zq quotes for zsh single quotes.

@@ -24,7 +24,39 @@ type Algorithm struct {
 	ID      uint32 // enum mpcc_algo in bpf/include/cc_types.h
 	Summary string
 	Coupled string // what the exported coupled quantity is
-	spec    func() (*ebpf.CollectionSpec, error)
+	// Reads are the parameters of its own it reads, of those only some
+	// algorithms read (the other Params fields every algorithm reads).
+	Reads []Param
+	spec  func() (*ebpf.CollectionSpec, error)
+}
+
+// Param names a load-time parameter that only some algorithms read, so
+// that one given to an algorithm that ignores it can be refused.
+type Param string
+
+// ParamRSFTarget is Params.RSFTarget.
+const ParamRSFTarget Param = "rsf_target"
+
+// ReadsParam says whether the algorithm reads p.
+func (a Algorithm) ReadsParam(p Param) bool {
+	for _, r := range a.Reads {
+		if r == p {
+			return true
+		}
+	}
+	return false
+}
+
+// UsedBy lists, sorted, the algorithms that read p.
+func UsedBy(p Param) []string {
+	var n []string
+	for _, a := range algorithms {
+		if a.ReadsParam(p) {
+			n = append(n, a.Name)
+		}
+	}
+	sort.Strings(n)
+	return n
 }
 
 // DefaultName is the name the kernel lists the algorithm under unless the
@@ -35,7 +67,7 @@ var algorithms = []Algorithm{
 	{Name: "lia", ID: 1, Summary: "Linked Increases, RFC 6356", Coupled: "alpha", spec: loadLia},
 	{Name: "olia", ID: 2, Summary: "Opportunistic Linked Increases (Khalili et al.)", Coupled: "alpha", spec: loadOlia},
 	{Name: "balia", ID: 3, Summary: "Balanced Linked Adaptation (Peng et al.)", Coupled: "alpha", spec: loadBalia},
-	{Name: "rsf", ID: 4, Summary: "Rent-seeking framework, delay-based (Pokhrel, Williamson)", Coupled: "delay_factor", spec: loadRsf},
+	{Name: "rsf", ID: 4, Summary: "Rent-seeking framework, delay-based (Pokhrel, Williamson)", Coupled: "delay_factor", Reads: []Param{ParamRSFTarget}, spec: loadRsf},
 }
 
 // Algorithms returns every algorithm, in a stable order.
