@@ -21,6 +21,18 @@ type Loaded struct {
 	// Untracked counts the subflows that found the subflows map full:
 	// they ran the algorithm, but no reader saw them.
 	Untracked uint64
+	// Build is what loaded it (or last upgraded it in place), when
+	// BuildRecorded: mptcp-cc 0.1.0 and earlier recorded none.
+	Build         structops.Build
+	BuildRecorded bool
+}
+
+// Current reports whether l runs this binary's build: false when it was
+// loaded by another version (`mptcp-cc upgrade` replaces it) or before
+// builds were recorded.
+func (l Loaded) Current() bool {
+	b := ThisBuild()
+	return l.BuildRecorded && l.Build.Version == b.Version && l.Build.Commit == b.Commit
 }
 
 // List returns what is loaded under root, sorted by name.
@@ -55,6 +67,10 @@ func inspect(root, name string) (Loaded, error) {
 	l.Params = raw.params()
 	if a, ok := ByID(raw.Algo); ok {
 		l.Algo = a.Name
+	}
+	var err error
+	if l.Build, l.BuildRecorded, err = structops.ReadBuild(dir); err != nil {
+		return l, err
 	}
 	// A registration from before the counter existed has no pin: 0.
 	if m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "untracked"), &ebpf.LoadPinOptions{ReadOnly: true}); err == nil {

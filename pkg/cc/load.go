@@ -121,7 +121,7 @@ func Load(a Algorithm, opts Options) (err error) {
 		}
 		return s, err
 	}
-	err = structops.Load(structops.Object{Algo: a.Name, Spec: spec, Params: opts.Params.raw(a.ID), Maps: []string{"subflows", "params", "trace", "untracked"}}, name, dir)
+	err = structops.Load(structops.Object{Algo: a.Name, Spec: spec, Params: opts.Params.raw(a.ID), Maps: pinnedMaps, Build: ThisBuild()}, name, dir)
 	if errors.Is(err, ebpf.ErrNotSupported) {
 		return fmt.Errorf("%w: %v", ErrNoStructOps, err)
 	}

@@ -57,6 +57,8 @@ type Object struct {
 	Spec   func() (*ebpf.CollectionSpec, error) // the compiled object
 	Params any                                  // written at key 0 of its "params" map
 	Maps   []string                             // maps pinned beside the link
+	// Build is what made it, pinned beside it (Load fills in the ABI).
+	Build Build
 }
 
 // Load loads obj into the kernel, writes its parameters, and registers it
@@ -84,7 +86,11 @@ func Load(obj Object, name, dir string) error {
 	if err := coll.Maps["params"].Put(uint32(0), obj.Params); err != nil {
 		return fmt.Errorf("writing parameters: %w", err)
 	}
-	if err := Register(coll, opsName, dir, obj.Maps); err != nil {
+	b := obj.Build
+	if b.ABI, err = ABIHash(spec, obj.Maps); err != nil {
+		return err
+	}
+	if err := Register(coll, opsName, dir, obj.Maps, b); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
@@ -104,11 +110,11 @@ func ReadParams(dir string, v any) error {
 	return nil
 }
 
-// Register attaches the struct_ops map opsMap of coll and pins the link and
-// the named maps in dir, which must not exist yet. Either all of it is in
-// place when it returns nil, or none of it (the object is unregistered
-// again when coll and the link close).
-func Register(coll *ebpf.Collection, opsMap, dir string, maps []string) (err error) {
+// Register attaches the struct_ops map opsMap of coll and pins the link,
+// the named maps and the build record in dir, which must not exist yet.
+// Either all of it is in place when it returns nil, or none of it (the
+// object is unregistered again when coll and the link close).
+func Register(coll *ebpf.Collection, opsMap, dir string, maps []string, b Build) (err error) {
 	l, err := link.AttachStructOps(link.StructOpsOptions{Map: coll.Maps[opsMap]})
 	if err != nil {
 		return fmt.Errorf("registering with the kernel: %w", err)
@@ -128,6 +134,9 @@ func Register(coll *ebpf.Collection, opsMap, dir string, maps []string) (err err
 		if err := coll.Maps[m].Pin(filepath.Join(dir, m)); err != nil {
 			return fmt.Errorf("pinning %s: %w", m, err)
 		}
+	}
+	if err := writeBuild(dir, b); err != nil {
+		return err
 	}
 	if err := l.Pin(filepath.Join(dir, "link")); err != nil {
 		return fmt.Errorf("pinning the struct_ops link: %w", err)
