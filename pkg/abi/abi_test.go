@@ -11,7 +11,7 @@ import (
 
 // shared lists every exported struct with the C type it is generated from.
 var shared = []struct {
-	c  string
+	c string
 	v any
 }{
 	{"mpcc_params", CCParams{}},
