@@ -2,7 +2,7 @@ package schedmodel
 
 // The question of bpf/include/sched_fastslow.h, under the same names.
 
-// chooseSegment is sched_choose_segment: send on SF[i] for one segment.
+// chooseSegment is sched_choose_segment: send on Sf[i] for one segment.
 func chooseSegment(c *Conn, i int, o *Out) {
 	if i < 0 || i >= MaxSubflows {
 		return
