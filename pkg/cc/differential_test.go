@@ -68,7 +68,7 @@ func checkTrace(t *testing.T, alg model.Algorithm, events []cc.TraceEvent) {
 			checkLISARepay(t, i, e)
 			continue
 		}
-		if e.Conn.N == 0 || e.Conn.N > model.MaxPaths {
+		if e.Conn.N == 0 || int(e.Conn.N) > model.MaxPaths {
 			t.Fatalf("event %d: %d paths", i, e.Conn.N)
 		}
 		c := model.Conn{TargetUs: e.Conn.TargetUs}
