@@ -6,11 +6,12 @@
  * carries it. Included through cc_skel.h by every bpf/cc/ file; a scheduler
  * keeps its own types beside it, so nothing here is meant for bpf/sched/.
  *
- * pkg/stats, pkg/model and pkg/cc/trace.go mirror these field for field;
- * their tests check the sizes against the BTF of the compiled objects, so a
- * change here that is not made there fails the tests instead of silently
- * misreading maps. The fixed-point scales of the Q16/Q32 fields are in
- * cc_fixed.h.
+ * Go does not copy these: pkg/abi generates its types from this header
+ * with bpf2go -type (bpf/abi.bpf.c names every struct and enum user space
+ * reads or writes), so a field added here reaches Go at the next `make
+ * generate`. pkg/model keeps its own idiomatic snapshot (a slice of paths),
+ * converted from the trace explicitly. The fixed-point scales of the
+ * Q16/Q32 fields are in cc_fixed.h.
  */
 #pragma once
 
@@ -25,10 +26,12 @@ enum mpcc_algo {
 #define MPCC_MAX_PATHS 8           /* coupled subflows per connection (power of 2) */
 #define MPCC_MAX_SUBFLOWS_TRACKED 65536
 
-/* mpcc_subflow.flags */
-#define MPCC_F_MPTCP 1
-#define MPCC_F_BACKUP 2
-#define MPCC_F_PACED 4 /* the kernel paces the subflow (sk_pacing_status) */
+/* mpcc_subflow.flags (an enum, not #defines, so that pkg/abi gets them) */
+enum mpcc_subflow_flag {
+	MPCC_F_MPTCP = 1,
+	MPCC_F_BACKUP = 2,
+	MPCC_F_PACED = 4, /* the kernel paces the subflow (sk_pacing_status) */
+};
 
 struct mpcc_params {
 	__u32 lisa;          /* 1: LISA linked slow start for joining subflows */
@@ -100,10 +103,17 @@ struct mpcc_out {
 	__u32 pad;
 };
 
-#define MPCC_TRACE_AVOID 1 /* congestion avoidance step */
-#define MPCC_TRACE_LOSS 2  /* ssthresh after a loss */
-#define MPCC_TRACE_LISA 3  /* a donor repays the window a joiner took (cc_lisa.h) */
-#define MPCC_TRACE_F_REDUCING 1 /* the repayment came during a window reduction */
+/* mpcc_trace_event.kind */
+enum mpcc_trace_kind {
+	MPCC_TRACE_AVOID = 1, /* congestion avoidance step */
+	MPCC_TRACE_LOSS = 2,  /* ssthresh after a loss */
+	MPCC_TRACE_LISA = 3,  /* a donor repays the window a joiner took (cc_lisa.h) */
+};
+
+/* mpcc_trace_event.flags */
+enum mpcc_trace_flag {
+	MPCC_TRACE_F_REDUCING = 1, /* the repayment came during a window reduction */
+};
 
 struct mpcc_trace_event {
 	__u64 id;

@@ -10,7 +10,7 @@
  *
  * and ends with SCHED_STRUCT_OPS(sym, "name"). The hooks see only the
  * snapshot in struct mpsch_conn and the algorithm's own words (struct
- * sched_state), so the Go models (pkg/model) can replay them. Everything
+ * mpsch_state), so the Go models (pkg/schedmodel) can replay them. Everything
  * else - walking the subflows, marking the chosen ones, setting the burst,
  * the stats map and the trace - is done here, once.
  *

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * sched_types.h: what a packet scheduler decides from and what it answers,
- * shared by every file in bpf/sched/ and mirrored field for field in Go
- * (pkg/sched/types.go; the trace reader checks the sizes agree). The
- * skeleton (sched_skel.h) fills a struct mpsch_conn, the algorithm answers
- * in a struct mpsch_out and may keep up to SCHED_STATE_WORDS words of its
- * own per connection. The Go reference models (pkg/model) take the same
- * three structs, so a traced decision replays through them.
+ * shared by every file in bpf/sched/. Go does not copy these: pkg/abi
+ * generates its types from this header with bpf2go -type (bpf/abi.bpf.c
+ * names each one). The skeleton (sched_skel.h) fills a struct mpsch_conn,
+ * the algorithm answers in a struct mpsch_out and may keep up to
+ * SCHED_STATE_WORDS words of its own per connection. The Go reference
+ * models (pkg/schedmodel) take the same three generated structs, so a
+ * traced decision replays through them.
  *
  * Units: times in microseconds, windows in packets, sizes in bytes, rates
  * in bytes per second. No fixed-point scale crosses this interface except
@@ -17,11 +18,14 @@
 #define SCHED_MAX_SUBFLOWS 8  /* subflows one decision sees (the kernel's MPTCP_SUBFLOWS_MAX) */
 #define SCHED_STATE_WORDS 16 /* per-connection words an algorithm owns */
 
-/* Flags of a subflow (sched_sf.flags). */
-#define SCHED_SF_ACTIVE 1  /* mptcp_subflow_active(): established, may send */
-#define SCHED_SF_BACKUP 2  /* the peer or we marked it backup (MP_PRIO) */
-#define SCHED_SF_MEMFREE 4 /* its send buffer takes more (bpf_sk_stream_memory_free) */
-#define SCHED_SF_SS 8      /* in slow start (cwnd < ssthresh) */
+/* Flags of a subflow (mpsch_sf.flags; an enum, not #defines, so that
+ * pkg/abi gets them). */
+enum mpsch_sf_flag {
+	SCHED_SF_ACTIVE = 1,  /* mptcp_subflow_active(): established, may send */
+	SCHED_SF_BACKUP = 2,  /* the peer or we marked it backup (MP_PRIO) */
+	SCHED_SF_MEMFREE = 4, /* its send buffer takes more (bpf_sk_stream_memory_free) */
+	SCHED_SF_SS = 8,      /* in slow start (cwnd < ssthresh) */
+};
 
 /* One subflow as a decision sees it. */
 struct mpsch_sf {

@@ -8,6 +8,8 @@
 //	<root>/<name>/subflows  live per-subflow state (pkg/stats decodes it)
 //	<root>/<name>/params    the load-time parameters
 //	<root>/<name>/trace     decision trace ring buffer (used by the tests)
+//	<root>/<name>/untracked subflows the subflows map had no room for
+//	<root>/<name>/build     what loaded it: version, commit, ABI, generation (structops.Build)
 package cc
 
 import (
@@ -16,12 +18,14 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 )
 
 // Algorithm is one coupled congestion control this project ships.
 type Algorithm struct {
 	Name    string // as given to --algo
-	ID      uint32 // enum mpcc_algo in bpf/include/cc_types.h
+	ID      uint32 // enum mpcc_algo in bpf/include/cc_types.h, through pkg/abi
 	Summary string
 	Coupled string // what the exported coupled quantity is
 	// Reads are the parameters of its own it reads, of those only some
@@ -64,10 +68,10 @@ func UsedBy(p Param) []string {
 func (a Algorithm) DefaultName() string { return "mptcp_" + a.Name }
 
 var algorithms = []Algorithm{
-	{Name: "lia", ID: 1, Summary: "Linked Increases, RFC 6356", Coupled: "alpha", spec: loadLia},
-	{Name: "olia", ID: 2, Summary: "Opportunistic Linked Increases (Khalili et al.)", Coupled: "alpha", spec: loadOlia},
-	{Name: "balia", ID: 3, Summary: "Balanced Linked Adaptation (Peng et al.)", Coupled: "alpha", spec: loadBalia},
-	{Name: "rsf", ID: 4, Summary: "Rent-seeking framework, delay-based (Pokhrel, Williamson)", Coupled: "delay_factor", Reads: []Param{ParamRSFTarget}, spec: loadRsf},
+	{Name: "lia", ID: abi.AlgoLIA, Summary: "Linked Increases, RFC 6356", Coupled: "alpha", spec: loadLia},
+	{Name: "olia", ID: abi.AlgoOLIA, Summary: "Opportunistic Linked Increases (Khalili et al.)", Coupled: "alpha", spec: loadOlia},
+	{Name: "balia", ID: abi.AlgoBALIA, Summary: "Balanced Linked Adaptation (Peng et al.)", Coupled: "alpha", spec: loadBalia},
+	{Name: "rsf", ID: abi.AlgoRSF, Summary: "Rent-seeking framework, delay-based (Pokhrel, Williamson)", Coupled: "delay_factor", Reads: []Param{ParamRSFTarget}, spec: loadRsf},
 }
 
 // Algorithms returns every algorithm, in a stable order.

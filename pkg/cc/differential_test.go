@@ -68,12 +68,12 @@ func checkTrace(t *testing.T, alg model.Algorithm, events []cc.TraceEvent) {
 			checkLISARepay(t, i, e)
 			continue
 		}
-		c := model.Conn{TargetUs: e.TargetUs}
-		for _, p := range e.Paths[:e.N] {
-			c.Paths = append(c.Paths, model.Path{Cwnd: p.Cwnd, SRTTUs: p.SRTTUs, MinRTTUs: p.MinRTTUs, LossBytes: p.LossBytes})
+		if e.Conn.N == 0 || int(e.Conn.N) > model.MaxPaths {
+			t.Fatalf("event %d: %d paths", i, e.Conn.N)
 		}
-		if e.N == 0 || e.N > model.MaxPaths {
-			t.Fatalf("event %d: %d paths", i, e.N)
+		c := model.Conn{TargetUs: e.Conn.TargetUs}
+		for _, p := range e.Conn.P[:e.Conn.N] {
+			c.Paths = append(c.Paths, model.Path{Cwnd: p.Cwnd, SRTTUs: p.SrttUs, MinRTTUs: p.MinRttUs, LossBytes: p.LossBytes})
 		}
 		switch e.Kind {
 		case cc.TraceAvoid:
@@ -85,9 +85,9 @@ func checkTrace(t *testing.T, alg model.Algorithm, events []cc.TraceEvent) {
 			}
 			if out.Cwnd != e.CwndAfter || out.Acc != e.AccAfter || o.Coupled != e.Coupled || out.Ssthresh != e.SsthreshAfter {
 				t.Fatalf("event %d (%s, %d paths): BPF cwnd %d acc %d coupled %d ssthresh %d; model cwnd %d acc %d coupled %d ssthresh %d\ninputs %+v",
-					i, alg.Name(), e.N, e.CwndAfter, e.AccAfter, e.Coupled, e.SsthreshAfter, out.Cwnd, out.Acc, o.Coupled, out.Ssthresh, e)
+					i, alg.Name(), e.Conn.N, e.CwndAfter, e.AccAfter, e.Coupled, e.SsthreshAfter, out.Cwnd, out.Acc, o.Coupled, out.Ssthresh, e)
 			}
-			if e.N == 1 {
+			if e.Conn.N == 1 {
 				single++
 				// One path: every algorithm is Reno, 1/w per ACK.
 				if o.Inc != model.One/int64(c.Paths[0].Cwnd) {

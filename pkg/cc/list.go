@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
@@ -60,11 +61,11 @@ func inspect(root, name string) (Loaded, error) {
 	dir := filepath.Join(root, name)
 	l := Loaded{Name: name, PinDir: dir, Registered: IsRegistered(name)}
 
-	var raw rawParams
+	var raw abi.CCParams
 	if err := structops.ReadParams(dir, &raw); err != nil {
 		return l, err
 	}
-	l.Params = raw.params()
+	l.Params = paramsOf(raw)
 	if a, ok := ByID(raw.Algo); ok {
 		l.Algo = a.Name
 	}
@@ -117,7 +118,7 @@ func SetParams(root, name string, p Params) error {
 		return err
 	}
 	defer m.Close()
-	var raw rawParams
+	var raw abi.CCParams
 	if err := m.Lookup(uint32(0), &raw); err != nil {
 		return err
 	}

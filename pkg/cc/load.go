@@ -9,12 +9,13 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
-// Params are the load-time parameters every algorithm accepts. They mirror
-// struct mpcc_params in bpf/include/cc_types.h.
+// Params are the load-time parameters every algorithm accepts, as Go
+// takes them; Load writes them as struct mpcc_params (abi.CCParams).
 type Params struct {
 	LISA      bool          // LISA linked slow start for joining subflows
 	RSFTarget time.Duration // RSF's target queueing delay d (only RSF reads it)
@@ -36,18 +37,11 @@ type Params struct {
 // virtualised host (~1 ms) does not trip it. docs/algorithms.md discusses it.
 const DefaultRSFTarget = 10 * time.Millisecond
 
-type rawParams struct {
-	LISA        uint32
-	RSFTargetUs uint32
-	Trace       uint32
-	Algo        uint32
-	Pacing      uint32
-}
-
-func (p Params) raw(algo uint32) rawParams {
-	r := rawParams{RSFTargetUs: uint32(p.RSFTarget / time.Microsecond), Algo: algo}
+// raw is the params map's value (struct mpcc_params) for algo.
+func (p Params) raw(algo uint32) abi.CCParams {
+	r := abi.CCParams{RsfTargetUs: uint32(p.RSFTarget / time.Microsecond), Algo: algo}
 	if p.LISA {
-		r.LISA = 1
+		r.Lisa = 1
 	}
 	if p.Trace {
 		r.Trace = 1
@@ -58,8 +52,8 @@ func (p Params) raw(algo uint32) rawParams {
 	return r
 }
 
-func (r rawParams) params() Params {
-	return Params{LISA: r.LISA != 0, Trace: r.Trace != 0, Pacing: r.Pacing != 0, RSFTarget: time.Duration(r.RSFTargetUs) * time.Microsecond}
+func paramsOf(r abi.CCParams) Params {
+	return Params{LISA: r.Lisa != 0, Trace: r.Trace != 0, Pacing: r.Pacing != 0, RSFTarget: time.Duration(r.RsfTargetUs) * time.Microsecond}
 }
 
 // Options say how to load an algorithm.

@@ -14,7 +14,11 @@
 // to check that the fixed point is faithful.
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
+)
 
 // Fixed-point constants, as in bpf/include/cc_fixed.h.
 const (
@@ -23,8 +27,10 @@ const (
 	ShareOne   = uint32(1) << ShareShift
 	RateShift  = 27
 	CwndCap    = uint32(1) << 20
-	MaxPaths   = 8
 )
+
+// MaxPaths is MPCC_MAX_PATHS: the paths of a snapshot (struct mpcc_conn).
+const MaxPaths = len(abi.CCConn{}.P)
 
 // Path is one coupled subflow as the algorithms see it (struct mpcc_path).
 type Path struct {

@@ -16,24 +16,26 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 )
 
 // Algorithm is one packet scheduler this project ships.
 type Algorithm struct {
 	Name    string // as given to `sched load`, and the name it registers under by default
-	ID      uint32 // enum mpsch_algo in bpf/include/sched_types.h
+	ID      uint32 // enum mpsch_algo in bpf/include/sched_types.h, through pkg/abi
 	Summary string
 	spec    func() (*ebpf.CollectionSpec, error)
 }
 
 var algorithms = []Algorithm{
-	{Name: "minrtt", ID: 1, Summary: "lowest RTT with window space (the classic default)", spec: loadMinrtt},
-	{Name: "rr", ID: 2, Summary: "round-robin over the usable subflows, window or not", spec: loadRr},
-	{Name: "redundant", ID: 3, Summary: "every usable subflow: new data spread, reinjections duplicated", spec: loadRedundant},
-	{Name: "blest", ID: 4, Summary: "minrtt that skips a slow subflow predicted to block the fast one (BLEST)", spec: loadBlest},
-	{Name: "ecf", ID: 5, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)", spec: loadEcf},
-	{Name: "daps", ID: 6, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)", spec: loadDaps},
-	{Name: "papd", ID: 7, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)", spec: loadPapd},
+	{Name: "minrtt", ID: abi.SchedMinRTT, Summary: "lowest RTT with window space (the classic default)", spec: loadMinrtt},
+	{Name: "rr", ID: abi.SchedRR, Summary: "round-robin over the usable subflows, window or not", spec: loadRr},
+	{Name: "redundant", ID: abi.SchedRedundant, Summary: "every usable subflow: new data spread, reinjections duplicated", spec: loadRedundant},
+	{Name: "blest", ID: abi.SchedBLEST, Summary: "minrtt that skips a slow subflow predicted to block the fast one (BLEST)", spec: loadBlest},
+	{Name: "ecf", ID: abi.SchedECF, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)", spec: loadEcf},
+	{Name: "daps", ID: abi.SchedDAPS, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)", spec: loadDaps},
+	{Name: "papd", ID: abi.SchedPAPD, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)", spec: loadPapd},
 }
 
 // Algorithms returns every scheduler, in a stable order.

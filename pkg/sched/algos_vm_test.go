@@ -165,7 +165,7 @@ func equalPaths(t *testing.T, rate uint64) *topo.Net {
 func usableMask(c *schedmodel.Conn) uint32 {
 	var all, nonBackup uint32
 	for i := 0; i < int(c.N); i++ {
-		f := c.SF[i]
+		f := c.Sf[i]
 		if f.Flags&(schedmodel.Active|schedmodel.MemFree) != schedmodel.Active|schedmodel.MemFree {
 			continue
 		}

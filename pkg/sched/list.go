@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
@@ -39,14 +40,14 @@ func List(root string) ([]Loaded, error) {
 	var errs []error
 	for _, d := range dirs {
 		l := Loaded{Name: d, Registered: reg[d]}
-		var raw rawParams
+		var raw abi.SchedParams
 		if err := structops.ReadParams(filepath.Join(root, d), &raw); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", d, err))
 		} else {
 			if a, ok := ByID(raw.Algo); ok {
 				l.Algorithm = a.Name
 			}
-			l.Params = Params{Trace: raw.Trace != 0, Args: raw.Args}
+			l.Params = Params{Trace: raw.Trace != 0, Args: raw.Arg}
 		}
 		out = append(out, l)
 	}
@@ -54,7 +55,8 @@ func List(root string) ([]Loaded, error) {
 	return out, errors.Join(errs...)
 }
 
-// SubflowStats is what a scheduler gave one subflow (struct mpsch_sf_stats).
+// SubflowStats is what a scheduler gave one subflow, decoded from its
+// stats map (struct mpsch_sf_stats, abi.SchedSubflowStats).
 type SubflowStats struct {
 	Scheduler  string // the loaded scheduler's name
 	Token      uint32
@@ -64,15 +66,6 @@ type SubflowStats struct {
 	Sends      uint64 // get_send decisions that picked it
 	Retrans    uint64 // get_retrans decisions that picked it
 	BurstBytes uint64 // bytes of burst granted to it
-}
-
-type rawStats struct {
-	Token, ID            uint32
-	Family, Sport, Dport uint16
-	Pad                  uint16
-	Saddr, Daddr         [16]byte
-	Sends, Retrans       uint64
-	BurstBytes, LastUs   uint64
 }
 
 // Stats reads the per-subflow counters of every scheduler pinned under root.
@@ -93,11 +86,11 @@ func Stats(root string) ([]SubflowStats, error) {
 			continue
 		}
 		var key uint64
-		var v rawStats
+		var v abi.SchedSubflowStats
 		it := m.Iterate()
 		for it.Next(&key, &v) {
 			out = append(out, SubflowStats{
-				Scheduler: d, Token: v.Token, ID: v.ID,
+				Scheduler: d, Token: v.Token, ID: v.Id,
 				Local:  addrPort(v.Family, v.Saddr, v.Sport),
 				Remote: addrPort(v.Family, v.Daddr, v.Dport),
 				Sends:  v.Sends, Retrans: v.Retrans, BurstBytes: v.BurstBytes,

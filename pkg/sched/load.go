@@ -5,20 +5,16 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
-// Params are the load-time parameters (struct mpsch_params).
+// Params are the load-time parameters as Go takes them; Load writes them
+// as struct mpsch_params (abi.SchedParams).
 type Params struct {
 	Trace bool      // emit every decision to the trace ring buffer
 	Args  [6]uint32 // the algorithm's tunables; 0 keeps its default (each bpf/sched file lists them)
-}
-
-type rawParams struct {
-	Trace uint32
-	Algo  uint32
-	Args  [6]uint32
 }
 
 // Options say how to load a scheduler.
@@ -65,7 +61,7 @@ func Load(a Algorithm, opts Options) (err error) {
 		return err
 	}
 
-	raw := rawParams{Algo: a.ID, Args: opts.Params.Args}
+	raw := abi.SchedParams{Algo: a.ID, Arg: opts.Params.Args}
 	if opts.Params.Trace {
 		raw.Trace = 1
 	}

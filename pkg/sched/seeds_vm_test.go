@@ -40,7 +40,7 @@ func held(events []schedmodel.Trace) (avg, most float64) {
 	for j, e := range events {
 		var acked uint64
 		for i := 0; i < int(e.Conn.N); i++ {
-			acked += e.Conn.SF[i].BytesAcked
+			acked += e.Conn.Sf[i].BytesAcked
 		}
 		h[j] = float64(acked) - float64(e.Conn.SndUna-una0)
 	}
@@ -136,7 +136,7 @@ func TestGuestPAPD(t *testing.T) {
 			mode = w[schedmodel.PAPDWMode]
 			best := uint64(0)
 			for i := 0; i < int(e.Conn.N); i++ {
-				best = max(best, schedmodel.PAPDRate(&e.Before, e.Conn.SF[i].ID))
+				best = max(best, schedmodel.PAPDRate(&e.Before, e.Conn.Sf[i].Id))
 			}
 			t.Logf("papd at %v: mode %d (1 redundant, 2 multipath, 3 best path); the period that ended: aggregate %d B/s, best path's filtered rate %d B/s",
 				time.Duration(e.Conn.NowUs-p.events[0].Conn.NowUs)*time.Microsecond, mode, w[schedmodel.PAPDWAgg], best)

@@ -24,5 +24,5 @@ func ReadTrace(root, name string) (*TraceReader, error) {
 		return nil, fmt.Errorf("opening the trace of %s: %w", name, err)
 	}
 	defer m.Close()
-	return structops.ReadTrace[schedmodel.Trace](m, "bpf/include/sched_types.h and pkg/schedmodel/types.go")
+	return structops.ReadTrace[schedmodel.Trace](m, "struct mpsch_trace (bpf/include/sched_types.h) and the generated pkg/abi.SchedTrace")
 }

@@ -21,7 +21,7 @@ func (b BLEST) Send(c *Conn, _ *State) Out {
 	if decided {
 		return o
 	}
-	if blestBlocks(c, &c.SF[f], &c.SF[s], min(uint64(b.Lambda), blestLambdaMax)) {
+	if blestBlocks(c, &c.Sf[f], &c.Sf[s], min(uint64(b.Lambda), blestLambdaMax)) {
 		return o
 	}
 	chooseSegment(c, s, &o)
@@ -33,14 +33,14 @@ func (BLEST) Retrans(c *Conn, _ *State) Out { return retransOnBest(c) }
 // blestFastBytes is X = MSS_f * (CWND_f + (r-1)/2) * r, r = RTT_s/RTT_f,
 // in the fixed point of blest_fast_bytes.
 func blestFastBytes(f, s *Subflow) uint64 {
-	rttF := max(uint64(f.SRTTUs), 1)
-	r := min(uint64(s.SRTTUs)<<blestQ/rttF, blestRatioMax)
+	rttF := max(uint64(f.SrttUs), 1)
+	r := min(uint64(s.SrttUs)<<blestQ/rttF, blestRatioMax)
 	var half uint64
 	if r > 1<<blestQ {
 		half = (r - 1<<blestQ) / 2
 	}
 	pkts := min(uint64(f.Cwnd), blestFieldMax)<<blestQ + half
-	return min(uint64(f.MSS), blestFieldMax) * (pkts * r >> blestQ) >> blestQ
+	return min(uint64(f.Mss), blestFieldMax) * (pkts * r >> blestQ) >> blestQ
 }
 
 // blestBlocks: X * lambda > SW - (MSS_s * (inflight_s + 1) + queued_s).
@@ -49,7 +49,7 @@ func blestBlocks(c *Conn, f, s *Subflow, lambda uint64) bool {
 	if c.WndEnd > c.SndUna {
 		sw = c.WndEnd - c.SndUna
 	}
-	held := (uint64(s.Inflight)+1)*min(uint64(s.MSS), blestFieldMax) + uint64(s.NotSent)
+	held := (uint64(s.Inflight)+1)*min(uint64(s.Mss), blestFieldMax) + uint64(s.Notsent)
 	if sw > held {
 		room = min(sw-held, blestWindowMax)
 	}

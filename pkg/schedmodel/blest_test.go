@@ -24,7 +24,7 @@ func blestConn(rttS, cwndF, inflightS, queuedS uint32, sw uint64) *Conn {
 // < 1.2 * 209960 = 251952.
 func TestBLESTBoundary(t *testing.T) {
 	const x = 209960
-	if got := blestFastBytes(&blestConn(100000, 10, 0, 0, 0).SF[0], &blestConn(100000, 10, 0, 0, 0).SF[1]); got != x {
+	if got := blestFastBytes(&blestConn(100000, 10, 0, 0, 0).Sf[0], &blestConn(100000, 10, 0, 0, 0).Sf[1]); got != x {
 		t.Fatalf("X = %d, want %d", got, x)
 	}
 	cases := []struct {
@@ -123,8 +123,8 @@ func TestBLESTAgainstExact(t *testing.T) {
 		f.Inflight = f.Cwnd
 		s := mkSF(2, 0, 10, pick(500, ^uint32(0)-1), mss(pick(9000, ^uint32(0))), notSent(pick(1<<20, ^uint32(0))))
 		s.Cwnd = s.Inflight + 1
-		s.SRTTUs = f.SRTTUs + pick(2000000, ^uint32(0)-f.SRTTUs)
-		if s.SRTTUs <= f.SRTTUs || s.SRTTUs == ^uint32(0) || space(&s) == 0 {
+		s.SrttUs = f.SrttUs + pick(2000000, ^uint32(0)-f.SrttUs)
+		if s.SrttUs <= f.SrttUs || s.SrttUs == ^uint32(0) || space(&s) == 0 {
 			continue // not the pair BLEST weighs (no room, or never the lowest RTT)
 		}
 		c := mkConn(f, s)
@@ -135,8 +135,8 @@ func TestBLESTAgainstExact(t *testing.T) {
 
 		// Exact: X = MSS_f * (CWND_f + (r-1)/2) * r, the fields capped as
 		// the fixed point caps them.
-		mssF, cwndF, mssS := min(f.MSS, 65535), min(f.Cwnd, 65535), min(s.MSS, 65535)
-		ratio := new(big.Rat).SetFrac64(int64(s.SRTTUs), int64(f.SRTTUs))
+		mssF, cwndF, mssS := min(f.Mss, 65535), min(f.Cwnd, 65535), min(s.Mss, 65535)
+		ratio := new(big.Rat).SetFrac64(int64(s.SrttUs), int64(f.SrttUs))
 		if ratio.Cmp(big.NewRat(64, 1)) > 0 {
 			ratio = big.NewRat(64, 1)
 		}
@@ -144,7 +144,7 @@ func TestBLESTAgainstExact(t *testing.T) {
 		x := new(big.Rat).Mul(new(big.Rat).Add(new(big.Rat).SetInt64(int64(cwndF)), half), ratio)
 		x.Mul(x, new(big.Rat).SetInt64(int64(mssF)))
 		lhs := new(big.Rat).Mul(x, new(big.Rat).SetInt64(int64(lambda)))
-		held := (uint64(s.Inflight)+1)*uint64(mssS) + uint64(s.NotSent)
+		held := (uint64(s.Inflight)+1)*uint64(mssS) + uint64(s.Notsent)
 		sw := c.WndEnd - c.SndUna
 		var room uint64
 		if sw > held {
@@ -178,8 +178,8 @@ func TestBLESTAgainstExact(t *testing.T) {
 // the slow one).
 func TestBLESTFastSendBufferFull(t *testing.T) {
 	c := blestConn(100000, 10, 0, 0, 64<<10)
-	c.SF[0].Inflight = 2 // room in its window, but...
-	c.SF[0].Flags &^= MemFree
+	c.Sf[0].Inflight = 2 // room in its window, but...
+	c.Sf[0].Flags &^= MemFree
 	if o := (BLEST{Lambda: 120}).Send(c, &State{}); o.Mask != 0 {
 		t.Fatalf("sent on %b; want a wait for x_f", o.Mask)
 	}
@@ -196,7 +196,7 @@ func TestBLESTFastSendBufferFull(t *testing.T) {
 func TestBLESTBackupNotFast(t *testing.T) {
 	c := blestConn(100000, 10, 0, 0, 64<<10)
 	c.N = 3
-	c.SF[2] = mkSF(3, 1000, 10, 0, backup(), mss(1448))
+	c.Sf[2] = mkSF(3, 1000, 10, 0, backup(), mss(1448))
 	if o := (BLEST{Lambda: 120}).Send(c, &State{}); o.Mask != 0 {
 		t.Fatalf("mask %b: the fast backup must not be x_f nor used; want the wait of the two-subflow case", o.Mask)
 	}

@@ -39,12 +39,12 @@ func clamp64(v, lo, hi uint64) uint64 {
 func dapsNext(c *Conn, f int) int {
 	t, bestRTT, best := tier(c), ^uint32(0), -1
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		x := &c.SF[i]
+		x := &c.Sf[i]
 		if i == f || !inTier(x, t) || space(x) == 0 {
 			continue
 		}
-		if x.SRTTUs < bestRTT {
-			bestRTT, best = x.SRTTUs, i
+		if x.SrttUs < bestRTT {
+			bestRTT, best = x.SrttUs, i
 		}
 	}
 	return best
@@ -53,21 +53,21 @@ func dapsNext(c *Conn, f int) int {
 // DAPSLead is daps_lead: the bytes f must hold beyond its window before b
 // bytes go on s, with k in 1/1024.
 func DAPSLead(f, s *Subflow, b, k uint64) uint64 {
-	if f.SRTTUs == 0 || s.SRTTUs == 0 {
+	if f.SrttUs == 0 || s.SrttUs == 0 {
 		return 0
 	}
-	rf := clamp64(uint64(f.SRTTUs), 1, dapsRTTCap)
-	rs := clamp64(uint64(s.SRTTUs), 1, dapsRTTCap)
+	rf := clamp64(uint64(f.SrttUs), 1, dapsRTTCap)
+	rs := clamp64(uint64(s.SrttUs), 1, dapsRTTCap)
 	cf := clamp64(uint64(f.Cwnd), 1, dapsCwndCap)
 	cs := clamp64(uint64(s.Cwnd), 1, dapsCwndCap)
-	mss := clamp64(uint64(f.MSS), 1, dapsMSSCap)
+	mss := clamp64(uint64(f.Mss), 1, dapsMSSCap)
 	var d uint64
 	if rs > rf {
 		d = (rs - rf) * k / dapsKOne
 	}
 	var extra uint64
-	if b > uint64(s.MSS) {
-		extra = b - uint64(s.MSS)
+	if b > uint64(s.Mss) {
+		extra = b - uint64(s.Mss)
 	}
 	return cf*mss*d/rf + extra*cf*rs/(cs*rf)
 }
@@ -78,7 +78,7 @@ func (m DAPS) Send(c *Conn, _ *State) Out {
 	if f < 0 || f >= MaxSubflows {
 		return o
 	}
-	ff := &c.SF[f]
+	ff := &c.Sf[f]
 	n := dapsNext(c, f)
 	if n < 0 {
 		if space(ff) > 0 {
@@ -86,24 +86,24 @@ func (m DAPS) Send(c *Conn, _ *State) Out {
 		}
 		return o
 	}
-	fs := &c.SF[n]
+	fs := &c.Sf[n]
 	k := clamp64(uint64(m.K), 0, dapsKOne)
 	var frag uint64 // what the next push moves at least
 	if c.WriteSeq > c.SndNxt {
 		frag = min(c.WriteSeq-c.SndNxt, DAPSFrag)
 	}
-	b := clamp64(max(uint64(space(fs)), frag), uint64(fs.MSS), BurstMax)
+	b := clamp64(max(uint64(space(fs)), frag), uint64(fs.Mss), BurstMax)
 	lead := clamp64(DAPSLead(ff, fs, b, k), 0, 0xffffffff)
 	var room uint64
 	if ff.Cwnd > ff.Inflight {
-		room = uint64(ff.Cwnd-ff.Inflight) * uint64(ff.MSS)
+		room = uint64(ff.Cwnd-ff.Inflight) * uint64(ff.Mss)
 	}
-	q := int64(ff.NotSent) - int64(room)
-	g := int64(max(frag, uint64(ff.MSS)))
+	q := int64(ff.Notsent) - int64(room)
+	g := int64(max(frag, uint64(ff.Mss)))
 	if 2*q >= 2*int64(lead)-g {
 		return Out{Mask: 1 << n, Burst: uint32(b)}
 	}
-	return Out{Mask: 1 << f, Burst: uint32(clamp64(uint64(int64(lead)-q), uint64(ff.MSS), 0xffffffff))}
+	return Out{Mask: 1 << f, Burst: uint32(clamp64(uint64(int64(lead)-q), uint64(ff.Mss), 0xffffffff))}
 }
 
 func (DAPS) Retrans(c *Conn, _ *State) Out { return retransOnBest(c) }

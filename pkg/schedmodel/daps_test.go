@@ -7,13 +7,13 @@ import (
 
 // sf is a usable subflow for decision tables.
 func sf(id, srtt, cwnd, inflight, notsent uint32) Subflow {
-	return Subflow{ID: id, Flags: Active | MemFree, SRTTUs: srtt, Cwnd: cwnd, Ssthresh: 1 << 30,
-		Inflight: inflight, MSS: 1500, NotSent: notsent}
+	return Subflow{Id: id, Flags: Active | MemFree, SrttUs: srtt, Cwnd: cwnd, Ssthresh: 1 << 30,
+		Inflight: inflight, Mss: 1500, Notsent: notsent}
 }
 
 func conn(now uint64, sfs ...Subflow) *Conn {
 	c := &Conn{NowUs: now, N: uint32(len(sfs))}
-	copy(c.SF[:], sfs)
+	copy(c.Sf[:], sfs)
 	return c
 }
 
@@ -41,31 +41,31 @@ func TestDAPSDecisions(t *testing.T) {
 		c    *Conn
 		want Out
 	}{
-		{"one subflow with room: its room", Args{}, conn(0, sf(1, fast, 10, 6, 0)), Out{1, 6000}},
+		{"one subflow with room: its room", Args{}, conn(0, sf(1, fast, 10, 6, 0)), Out{Mask: 1, Burst: 6000}},
 		{"one subflow, window full: nothing", Args{}, conn(0, sf(1, fast, 10, 10, 0)), Out{}},
-		{"slow full, fast has room: fast's room", Args{}, conn(0, sf(1, fast, 10, 6, 0), sf(2, slow, 10, 10, 0)), Out{1, 6000}},
+		{"slow full, fast has room: fast's room", Args{}, conn(0, sf(1, fast, 10, 6, 0), sf(2, slow, 10, 10, 0)), Out{Mask: 1, Burst: 6000}},
 		{"both full: nothing", Args{}, conn(0, sf(1, fast, 10, 10, 0), sf(2, slow, 10, 10, 0)), Out{}},
-		{"slow has room, no lead: f gets the lead", Args{}, conn(0, sf(1, fast, 10, 10, 0), sf(2, slow, 10, 9, 0)), Out{1, 30000}},
-		{"f has room too: room plus lead", Args{}, conn(0, sf(1, fast, 10, 6, 0), sf(2, slow, 10, 9, 0)), Out{1, 36000}},
-		{"lead partly queued: the rest", Args{}, conn(0, sf(1, fast, 10, 10, 12000), sf(2, slow, 10, 9, 0)), Out{1, 18000}},
-		{"half a push short: s", Args{}, conn(0, sf(1, fast, 10, 10, 29250), sf(2, slow, 10, 9, 0)), Out{2, 1500}},
-		{"more than half a push short: f", Args{}, conn(0, sf(1, fast, 10, 10, 29249), sf(2, slow, 10, 9, 0)), Out{1, 1500}},
-		{"lead in place: slow, its room", Args{}, conn(0, sf(1, fast, 10, 10, 30000), sf(2, slow, 10, 9, 0)), Out{2, 1500}},
-		{"room counts against notsent", Args{}, conn(0, sf(1, fast, 10, 8, 30000), sf(2, slow, 10, 9, 0)), Out{1, 3000}},
-		{"3-packet grant: longer lead", Args{}, conn(0, sf(1, fast, 10, 10, 44249), sf(2, slow, 10, 7, 0)), Out{1, 1500}},
-		{"3-packet grant, lead in place", Args{}, conn(0, sf(1, fast, 10, 10, 44250), sf(2, slow, 10, 7, 0)), Out{2, 4500}},
+		{"slow has room, no lead: f gets the lead", Args{}, conn(0, sf(1, fast, 10, 10, 0), sf(2, slow, 10, 9, 0)), Out{Mask: 1, Burst: 30000}},
+		{"f has room too: room plus lead", Args{}, conn(0, sf(1, fast, 10, 6, 0), sf(2, slow, 10, 9, 0)), Out{Mask: 1, Burst: 36000}},
+		{"lead partly queued: the rest", Args{}, conn(0, sf(1, fast, 10, 10, 12000), sf(2, slow, 10, 9, 0)), Out{Mask: 1, Burst: 18000}},
+		{"half a push short: s", Args{}, conn(0, sf(1, fast, 10, 10, 29250), sf(2, slow, 10, 9, 0)), Out{Mask: 2, Burst: 1500}},
+		{"more than half a push short: f", Args{}, conn(0, sf(1, fast, 10, 10, 29249), sf(2, slow, 10, 9, 0)), Out{Mask: 1, Burst: 1500}},
+		{"lead in place: slow, its room", Args{}, conn(0, sf(1, fast, 10, 10, 30000), sf(2, slow, 10, 9, 0)), Out{Mask: 2, Burst: 1500}},
+		{"room counts against notsent", Args{}, conn(0, sf(1, fast, 10, 8, 30000), sf(2, slow, 10, 9, 0)), Out{Mask: 1, Burst: 3000}},
+		{"3-packet grant: longer lead", Args{}, conn(0, sf(1, fast, 10, 10, 44249), sf(2, slow, 10, 7, 0)), Out{Mask: 1, Burst: 1500}},
+		{"3-packet grant, lead in place", Args{}, conn(0, sf(1, fast, 10, 10, 44250), sf(2, slow, 10, 7, 0)), Out{Mask: 2, Burst: 4500}},
 		// The application has written more than a fragment: each push
 		// moves a whole one (32728 bytes), so the grant to s is one:
 		// L = 30000 + 31228*10*100000/(10*20000) = 186140, and s goes at
 		// q >= 186140 - 32728/2 = 169776.
-		{"a fragment's lead, short", Args{}, frag(conn(0, sf(1, fast, 10, 10, 169775), sf(2, slow, 10, 9, 0))), Out{1, 16365}},
-		{"a fragment's lead, in place", Args{}, frag(conn(0, sf(1, fast, 10, 10, 169776), sf(2, slow, 10, 9, 0))), Out{2, 32728}},
-		{"k = all of the difference", Args{1024}, conn(0, sf(1, fast, 10, 10, 30000), sf(2, slow, 10, 9, 0)), Out{1, 30000}},
-		{"k above 1024 is 1024", Args{5000}, conn(0, sf(1, fast, 10, 10, 60000), sf(2, slow, 10, 9, 0)), Out{2, 1500}},
-		{"no RTT sample: minrtt's order", Args{}, conn(0, sf(1, fast, 10, 10, 0), unsampled), Out{2, 1500}},
-		{"the fastest is the reference, not the first", Args{}, conn(0, sf(2, slow, 10, 9, 0), sf(1, fast, 10, 10, 0)), Out{2, 30000}},
+		{"a fragment's lead, short", Args{}, frag(conn(0, sf(1, fast, 10, 10, 169775), sf(2, slow, 10, 9, 0))), Out{Mask: 1, Burst: 16365}},
+		{"a fragment's lead, in place", Args{}, frag(conn(0, sf(1, fast, 10, 10, 169776), sf(2, slow, 10, 9, 0))), Out{Mask: 2, Burst: 32728}},
+		{"k = all of the difference", Args{1024}, conn(0, sf(1, fast, 10, 10, 30000), sf(2, slow, 10, 9, 0)), Out{Mask: 1, Burst: 30000}},
+		{"k above 1024 is 1024", Args{5000}, conn(0, sf(1, fast, 10, 10, 60000), sf(2, slow, 10, 9, 0)), Out{Mask: 2, Burst: 1500}},
+		{"no RTT sample: minrtt's order", Args{}, conn(0, sf(1, fast, 10, 10, 0), unsampled), Out{Mask: 2, Burst: 1500}},
+		{"the fastest is the reference, not the first", Args{}, conn(0, sf(2, slow, 10, 9, 0), sf(1, fast, 10, 10, 0)), Out{Mask: 2, Burst: 30000}},
 		{"backup not used beside a usable subflow", Args{}, conn(0, sf(1, fast, 10, 10, 0), backup), Out{}},
-		{"three subflows: the next slower with room", Args{}, conn(0, sf(1, fast, 10, 10, 30000), sf(2, 300000, 10, 9, 0), sf(3, slow, 10, 9, 0)), Out{4, 1500}},
+		{"three subflows: the next slower with room", Args{}, conn(0, sf(1, fast, 10, 10, 30000), sf(2, 300000, 10, 9, 0), sf(3, slow, 10, 9, 0)), Out{Mask: 4, Burst: 1500}},
 	}
 	for _, k := range cases {
 		m, err := New("daps", k.args)

@@ -22,18 +22,18 @@ func (ECF) Send(c *Conn, st *State) Out {
 	if decided {
 		return o
 	}
-	xf, xs := &c.SF[f], &c.SF[s]
+	xf, xs := &c.Sf[f], &c.Sf[s]
 	var k uint64
 	if c.WriteSeq > c.SndNxt {
 		k = c.WriteSeq - c.SndNxt
 	}
 	k = ecfCap(k, ecfWaitingMax, 0)
-	mss := ecfCap(uint64(xf.MSS), ecfFieldMax, 1)
+	mss := ecfCap(uint64(xf.Mss), ecfFieldMax, 1)
 	cwndF := ecfCap(uint64(xf.Cwnd), ecfFieldMax, 1)
 	cwndS := ecfCap(uint64(xs.Cwnd), ecfFieldMax, 1)
-	rttF := ecfCap(uint64(xf.SRTTUs), ecfTimeMax, 0)
-	rttS := ecfCap(uint64(xs.SRTTUs), ecfTimeMax, 0)
-	delta := ecfCap(uint64(max(xf.RTTVarUs, xs.RTTVarUs)), ecfTimeMax, 0)
+	rttF := ecfCap(uint64(xf.SrttUs), ecfTimeMax, 0)
+	rttS := ecfCap(uint64(xs.SrttUs), ecfTimeMax, 0)
+	delta := ecfCap(uint64(max(xf.RttvarUs, xs.RttvarUs)), ecfTimeMax, 0)
 	var waiting uint64
 	if st.W[0] != 0 {
 		waiting = 1

@@ -82,7 +82,7 @@ func TestECFHysteresis(t *testing.T) {
 // When x_f has room it is used, and waiting is left as it was.
 func TestECFFastHasRoom(t *testing.T) {
 	c := ecfConn(50000)
-	c.SF[0].Inflight = 7
+	c.Sf[0].Inflight = 7
 	s := State{}
 	s.W[0] = 1
 	o := ECF{}.Send(c, &s)
@@ -109,12 +109,12 @@ func TestECFAgainstExact(t *testing.T) {
 	for i := 0; i < 200000; i++ {
 		f := mkSF(1, pick(100000, ^uint32(0)), pick(300, ^uint32(0)), 0, mss(pick(9000, ^uint32(0))), rttVar(pick(50000, ^uint32(0))))
 		f.Inflight = f.Cwnd
-		if f.Cwnd == 0 || f.MSS == 0 {
+		if f.Cwnd == 0 || f.Mss == 0 {
 			continue // no room, but sf_space sees none either way; nothing to weigh
 		}
 		s := mkSF(2, 0, pick(300, ^uint32(0)-1)+1, 0, mss(1448), rttVar(pick(50000, ^uint32(0))))
-		s.SRTTUs = f.SRTTUs + 1 + pick(1000000, ^uint32(0)-f.SRTTUs-1)
-		if s.SRTTUs <= f.SRTTUs || s.SRTTUs == ^uint32(0) {
+		s.SrttUs = f.SrttUs + 1 + pick(1000000, ^uint32(0)-f.SrttUs-1)
+		if s.SrttUs <= f.SrttUs || s.SrttUs == ^uint32(0) {
 			continue // not the pair ECF weighs (sched_lowest_rtt never picks an RTT of 2^32-1)
 		}
 		c := mkConn(f, s)
@@ -126,10 +126,10 @@ func TestECFAgainstExact(t *testing.T) {
 		o := ECF{}.Send(c, &st)
 
 		k := capU(c.WriteSeq-c.SndNxt, 1<<32, 0)
-		mssF := capU(uint64(f.MSS), 65535, 1)
+		mssF := capU(uint64(f.Mss), 65535, 1)
 		cwndF, cwndS := capU(uint64(f.Cwnd), 65535, 1), capU(uint64(s.Cwnd), 65535, 1)
-		rttF, rttS := capU(uint64(f.SRTTUs), 1<<24, 0), capU(uint64(s.SRTTUs), 1<<24, 0)
-		delta := capU(uint64(max(f.RTTVarUs, s.RTTVarUs)), 1<<24, 0)
+		rttF, rttS := capU(uint64(f.SrttUs), 1<<24, 0), capU(uint64(s.SrttUs), 1<<24, 0)
+		delta := capU(uint64(max(f.RttvarUs, s.RttvarUs)), 1<<24, 0)
 		kPkts := new(big.Rat).Quo(k, mssF)
 		n := new(big.Rat).Add(big.NewRat(1, 1), new(big.Rat).Quo(kPkts, cwndF))
 		lhs := new(big.Rat).Mul(n, rttF)
@@ -163,8 +163,8 @@ func TestECFAgainstExact(t *testing.T) {
 // as for one with a full window.
 func TestECFFastSendBufferFull(t *testing.T) {
 	c := ecfConn(50000)
-	c.SF[0].Inflight = 3
-	c.SF[0].Flags &^= MemFree
+	c.Sf[0].Inflight = 3
+	c.Sf[0].Flags &^= MemFree
 	var s State
 	if o := (ECF{}).Send(c, &s); o.Mask != 0 || s.W[0] != 1 {
 		t.Fatalf("mask %b waiting %d; want a wait (waiting 1)", o.Mask, s.W[0])

@@ -2,13 +2,13 @@ package schedmodel
 
 // The question of bpf/include/sched_fastslow.h, under the same names.
 
-// chooseSegment is sched_choose_segment: send on SF[i] for one segment.
+// chooseSegment is sched_choose_segment: send on Sf[i] for one segment.
 func chooseSegment(c *Conn, i int, o *Out) {
 	if i < 0 || i >= MaxSubflows {
 		return
 	}
 	o.Mask |= 1 << i
-	o.Burst = c.SF[i].MSS
+	o.Burst = c.Sf[i].Mss
 	if o.Burst == 0 {
 		o.Burst = 1
 	}
@@ -27,7 +27,7 @@ func fastSlow(c *Conn, o *Out) (decided bool, f, s int) {
 	if fast < 0 {
 		return true, -1, -1
 	}
-	if usable(&c.SF[fast]) && space(&c.SF[fast]) != 0 {
+	if usable(&c.Sf[fast]) && space(&c.Sf[fast]) != 0 {
 		choose(c, fast, o)
 		return true, -1, -1
 	}
@@ -35,7 +35,7 @@ func fastSlow(c *Conn, o *Out) (decided bool, f, s int) {
 	if slow < 0 {
 		return true, -1, -1
 	}
-	if c.SF[slow].SRTTUs <= c.SF[fast].SRTTUs {
+	if c.Sf[slow].SrttUs <= c.Sf[fast].SrttUs {
 		choose(c, slow, o)
 		return true, -1, -1
 	}

@@ -6,22 +6,22 @@ package schedmodel
 type sfOpt func(*Subflow)
 
 func mkSF(id, srttUs, cwnd, inflight uint32, opts ...sfOpt) Subflow {
-	f := Subflow{ID: id, Flags: Active | MemFree, SRTTUs: srttUs, Cwnd: cwnd, Inflight: inflight, MSS: 1000}
+	f := Subflow{Id: id, Flags: Active | MemFree, SrttUs: srttUs, Cwnd: cwnd, Inflight: inflight, Mss: 1000}
 	for _, o := range opts {
 		o(&f)
 	}
 	return f
 }
 
-func mss(v uint32) sfOpt     { return func(f *Subflow) { f.MSS = v } }
-func notSent(v uint32) sfOpt { return func(f *Subflow) { f.NotSent = v } }
-func rttVar(v uint32) sfOpt  { return func(f *Subflow) { f.RTTVarUs = v } }
+func mss(v uint32) sfOpt     { return func(f *Subflow) { f.Mss = v } }
+func notSent(v uint32) sfOpt { return func(f *Subflow) { f.Notsent = v } }
+func rttVar(v uint32) sfOpt  { return func(f *Subflow) { f.RttvarUs = v } }
 func backup() sfOpt          { return func(f *Subflow) { f.Flags |= Backup } }
 func bufferFull() sfOpt      { return func(f *Subflow) { f.Flags &^= MemFree } }
 func notEstablished() sfOpt  { return func(f *Subflow) { f.Flags &^= Active } }
 
 func mkConn(sfs ...Subflow) *Conn {
 	c := &Conn{N: uint32(len(sfs))}
-	copy(c.SF[:], sfs)
+	copy(c.Sf[:], sfs)
 	return c
 }

@@ -75,7 +75,7 @@ func perSec(bytes, us uint64) uint64 {
 
 // PAPDSample is papd_sample: the last delivery-rate sample in filter units.
 func PAPDSample(f *Subflow) uint64 {
-	return min(perSec(uint64(f.RateDelivered)*uint64(f.MSS), uint64(f.RateIntervalUs))>>PAPDRateShift, PAPDRateMax)
+	return min(perSec(uint64(f.RateDelivered)*uint64(f.Mss), uint64(f.RateIntervalUs))>>PAPDRateShift, PAPDRateMax)
 }
 
 func papdFilter(c *Conn, s *State) {
@@ -86,7 +86,7 @@ func papdFilter(c *Conn, s *State) {
 		}
 		present := false
 		for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-			if PAPDKey(c.SF[i].ID) == key {
+			if PAPDKey(c.Sf[i].Id) == key {
 				present = true
 			}
 		}
@@ -95,11 +95,11 @@ func papdFilter(c *Conn, s *State) {
 		}
 	}
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
+		f := &c.Sf[i]
 		if f.RateIntervalUs == 0 {
 			continue
 		}
-		key := PAPDKey(f.ID)
+		key := PAPDKey(f.Id)
 		at, free := -1, -1
 		for j := 0; j < papdSlots; j++ {
 			k := slotKey(s.W[PAPDWSlot+j])
@@ -148,13 +148,13 @@ func PAPDRate(s *State, id uint32) uint64 {
 func papdBest(c *Conn, s *State) int {
 	t, best, bestRate, bestRTT := tier(c), -1, uint64(0), uint32(0)
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
+		f := &c.Sf[i]
 		if !inTier(f, t) {
 			continue
 		}
-		r := PAPDRate(s, f.ID)
-		if best < 0 || r > bestRate || r == bestRate && f.SRTTUs < bestRTT {
-			best, bestRate, bestRTT = i, r, f.SRTTUs
+		r := PAPDRate(s, f.Id)
+		if best < 0 || r > bestRate || r == bestRate && f.SrttUs < bestRTT {
+			best, bestRate, bestRTT = i, r, f.SrttUs
 		}
 	}
 	return best
@@ -163,11 +163,11 @@ func papdBest(c *Conn, s *State) int {
 func papdRTTMax(c *Conn) (m uint32, ss bool) {
 	t := tier(c)
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
+		f := &c.Sf[i]
 		if !inTier(f, t) {
 			continue
 		}
-		m = max(m, f.SRTTUs)
+		m = max(m, f.SrttUs)
 		ss = ss || f.Flags&SlowStart != 0
 	}
 	return m, ss
@@ -182,8 +182,8 @@ func papdNewPeriod(c *Conn, s *State) {
 func papdFind(c *Conn, id uint64) int {
 	t := tier(c)
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
-		if uint64(f.ID) == id && f.Flags&Active != 0 && f.Flags&Backup == t {
+		f := &c.Sf[i]
+		if uint64(f.Id) == id && f.Flags&Active != 0 && f.Flags&Backup == t {
 			return i
 		}
 	}
@@ -194,12 +194,12 @@ func papdAll(c *Conn, needSpace bool) Out {
 	var o Out
 	t := tier(c)
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
+		f := &c.Sf[i]
 		room := space(f)
 		if !inTier(f, t) || needSpace && room == 0 {
 			continue
 		}
-		room = max(room, f.MSS)
+		room = max(room, f.Mss)
 		if o.Mask == 0 || room < o.Burst {
 			o.Burst = room
 		}
@@ -230,18 +230,18 @@ func (m PAPD) decide(c *Conn, s *State) {
 		return
 	}
 	if s.W[PAPDWMode] == PAPDBest {
-		s.W[PAPDWBest] = uint64(c.SF[b].ID)
+		s.W[PAPDWBest] = uint64(c.Sf[b].Id)
 		if s.W[PAPDWBestN]++; s.W[PAPDWBestN] >= uint64(m.Probe) {
 			s.W[PAPDWMode] = PAPDMP
 			s.W[PAPDWBestN] = 0
 		}
 		return
 	}
-	if agg*papdOne >= PAPDRate(s, c.SF[b].ID)*uint64(min(m.Gain, papdGainCap)) {
+	if agg*papdOne >= PAPDRate(s, c.Sf[b].Id)*uint64(min(m.Gain, papdGainCap)) {
 		return
 	}
 	s.W[PAPDWMode] = PAPDBest
-	s.W[PAPDWBest] = uint64(c.SF[b].ID)
+	s.W[PAPDWBest] = uint64(c.Sf[b].Id)
 	s.W[PAPDWBestN] = 0
 }
 
@@ -285,7 +285,7 @@ func (m PAPD) Send(c *Conn, s *State) Out {
 		return papdAll(c, true)
 	case PAPDBest:
 		if b := papdFind(c, s.W[PAPDWBest]); b >= 0 {
-			if usable(&c.SF[b]) && space(&c.SF[b]) > 0 {
+			if usable(&c.Sf[b]) && space(&c.Sf[b]) > 0 {
 				choose(c, b, &o)
 			}
 			return o
@@ -301,7 +301,7 @@ func (m PAPD) Retrans(c *Conn, s *State) Out {
 	case PAPDRedundant:
 		return papdAll(c, false)
 	case PAPDBest:
-		if b := papdFind(c, s.W[PAPDWBest]); b >= 0 && usable(&c.SF[b]) {
+		if b := papdFind(c, s.W[PAPDWBest]); b >= 0 && usable(&c.Sf[b]) {
 			choose(c, b, &o)
 			return o
 		}

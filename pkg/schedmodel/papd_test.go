@@ -6,8 +6,8 @@ import "testing"
 // rate sample is units * 1024 bytes/s (mss 1024, over one second), seen
 // with `delivered` dlv.
 func rated(id, srtt uint32, units uint32, dlv uint64) Subflow {
-	return Subflow{ID: id, Flags: Active | MemFree, SRTTUs: srtt, Cwnd: 10, Ssthresh: 5,
-		MSS: 1024, RateDelivered: units, RateIntervalUs: 1000000, Delivered: dlv}
+	return Subflow{Id: id, Flags: Active | MemFree, SrttUs: srtt, Cwnd: 10, Ssthresh: 5,
+		Mss: 1024, RateDelivered: units, RateIntervalUs: 1000000, Delivered: dlv}
 }
 
 func TestPAPDFilter(t *testing.T) {
@@ -23,12 +23,12 @@ func TestPAPDFilter(t *testing.T) {
 		t.Fatalf("slot 0: %#x", w)
 	}
 	// The max: a lower sample does not lower it, a higher one raises it.
-	c.SF[0].RateDelivered, c.SF[0].Delivered = 400, 8
+	c.Sf[0].RateDelivered, c.Sf[0].Delivered = 400, 8
 	m.Send(c, &s)
 	if r := PAPDRate(&s, 1); r != 500<<10 {
 		t.Errorf("after a lower sample: %d", r)
 	}
-	c.SF[0].RateDelivered, c.SF[0].Delivered = 600, 9
+	c.Sf[0].RateDelivered, c.Sf[0].Delivered = 600, 9
 	m.Send(c, &s)
 	if r := PAPDRate(&s, 1); r != 600<<10 {
 		t.Errorf("after a higher sample: %d", r)
@@ -36,7 +36,7 @@ func TestPAPDFilter(t *testing.T) {
 	// A sample counts once: after the period rotates, the same delivered
 	// does not re-enter it; it ages out after two rotations.
 	papdRotate(&s)
-	c.SF[0].RateDelivered = 100
+	c.Sf[0].RateDelivered = 100
 	m.Send(c, &s)
 	if r := PAPDRate(&s, 1); r != 600<<10 {
 		t.Errorf("after one rotation: %d, want the previous period's 600 units", r)
@@ -47,15 +47,15 @@ func TestPAPDFilter(t *testing.T) {
 		t.Errorf("after two rotations with no new sample: %d, want 0", r)
 	}
 	// A new sample after ageing.
-	c.SF[0].Delivered = 10
+	c.Sf[0].Delivered = 10
 	m.Send(c, &s)
 	if r := PAPDRate(&s, 1); r != 100<<10 {
 		t.Errorf("new sample: %d", r)
 	}
 	// No sample yet: no slot.
-	c.SF[1].RateIntervalUs = 0
-	c.SF = [MaxSubflows]Subflow{c.SF[0], rated(3, 1000, 5, 1)}
-	c.SF[1].RateIntervalUs = 0
+	c.Sf[1].RateIntervalUs = 0
+	c.Sf = [MaxSubflows]Subflow{c.Sf[0], rated(3, 1000, 5, 1)}
+	c.Sf[1].RateIntervalUs = 0
 	m.Send(c, &s)
 	if PAPDRate(&s, 3) != 0 {
 		t.Error("a subflow without a sample got a rate")
@@ -68,7 +68,7 @@ func TestPAPDFilter(t *testing.T) {
 	}
 	// Saturation.
 	big := rated(4, 1000, 1<<31, 1)
-	big.MSS = 1 << 16
+	big.Mss = 1 << 16
 	if got := PAPDSample(&big); got != PAPDRateMax {
 		t.Errorf("saturated sample: %d", got)
 	}
@@ -94,13 +94,13 @@ func TestPAPDSlowStartRedundant(t *testing.T) {
 	if o := m.Retrans(c, &s); o.Mask != 0b111 {
 		t.Errorf("reinjection in slow start on %b, want every usable subflow (111)", o.Mask)
 	}
-	c.SF[0].Inflight, c.SF[1].Inflight = 10, 10
+	c.Sf[0].Inflight, c.Sf[1].Inflight = 10, 10
 	if o := m.Send(c, &s); o.Mask != 0 {
 		t.Errorf("every window full: %+v", o)
 	}
 	// No usable subflow in slow start: the stage is over, an MP period
 	// begins now.
-	c.SF[0].Flags &^= SlowStart
+	c.Sf[0].Flags &^= SlowStart
 	c.NowUs, c.SndUna = 2000, 777
 	m.Send(c, &s)
 	if s.W[PAPDWMode] != PAPDMP || s.W[PAPDWStart] != 2000 || s.W[PAPDWUna] != 777 || s.W[PAPDWFullCnt] != papdFullRounds {
@@ -108,7 +108,7 @@ func TestPAPDSlowStartRedundant(t *testing.T) {
 	}
 	// ...for good: slow start again (after a timeout) is congestion
 	// avoidance for papd.
-	c.SF[0].Flags |= SlowStart
+	c.Sf[0].Flags |= SlowStart
 	m.Send(c, &s)
 	if s.W[PAPDWMode] != PAPDMP {
 		t.Errorf("slow start after the stage: mode %d", s.W[PAPDWMode])
@@ -194,7 +194,7 @@ func TestPAPDModeSwitch(t *testing.T) {
 		s := ca(t, m, c)
 		c.NowUs = uint64(m.Period) * 250000
 		c.SndUna = k.una
-		c.SF[0].Inflight = 0
+		c.Sf[0].Inflight = 0
 		o := m.Send(c, &s)
 		if s.W[PAPDWMode] != k.mode {
 			t.Errorf("%v, acked %d: mode %d, want %d (agg %d, T' %d)", k.args, k.una, s.W[PAPDWMode], k.mode, s.W[PAPDWAgg], PAPDRate(&s, 2))
@@ -223,7 +223,7 @@ func TestPAPDBestAndReprobe(t *testing.T) {
 		t.Fatalf("after a poor MP period: %v, sent %+v", s.W[:8], o)
 	}
 	// The best path's window full: nothing, though subflow 2 has room.
-	c.SF[0].Inflight = 10
+	c.Sf[0].Inflight = 10
 	if o := m.Send(c, &s); o.Mask != 0 {
 		t.Errorf("best path full: sent on %b", o.Mask)
 	}
@@ -231,12 +231,12 @@ func TestPAPDBestAndReprobe(t *testing.T) {
 	if o := m.Retrans(c, &s); o.Mask != 1 {
 		t.Errorf("reinjection in BEST on %b", o.Mask)
 	}
-	c.SF[0].Inflight = 0
+	c.Sf[0].Inflight = 0
 	// Three BEST periods (fresh samples keep T'), then the probe.
 	for i := 1; i <= 3; i++ {
 		c.NowUs += period
 		c.SndUna += 500000 * period / 1e6
-		c.SF[0].Delivered++
+		c.Sf[0].Delivered++
 		o := m.Send(c, &s)
 		want := uint64(PAPDBest)
 		if i == 3 {
@@ -254,7 +254,7 @@ func TestPAPDBestAndReprobe(t *testing.T) {
 	// still holds T' from the BEST period before, so an aggregate of
 	// 450 KB/s loses to 512000 (with this period's samples alone, 102400,
 	// it would have won); 700 KB/s wins.
-	c.SF[0].RateDelivered, c.SF[0].Delivered = 100, c.SF[0].Delivered+1
+	c.Sf[0].RateDelivered, c.Sf[0].Delivered = 100, c.Sf[0].Delivered+1
 	c.NowUs += period
 	for _, k := range []struct{ agg, mode uint64 }{{450000, PAPDBest}, {700000, PAPDMP}} {
 		s, c := s, *c

@@ -8,10 +8,10 @@ func usable(f *Subflow) bool { return f.Flags&(Active|MemFree) == Active|MemFree
 func space(f *Subflow) uint32 {
 	var w uint64
 	if f.Cwnd > f.Inflight {
-		w = uint64(f.Cwnd-f.Inflight) * uint64(f.MSS)
+		w = uint64(f.Cwnd-f.Inflight) * uint64(f.Mss)
 	}
-	if w > uint64(f.NotSent) {
-		return uint32(w - uint64(f.NotSent))
+	if w > uint64(f.Notsent) {
+		return uint32(w - uint64(f.Notsent))
 	}
 	return 0
 }
@@ -19,7 +19,7 @@ func space(f *Subflow) uint32 {
 // tier is sched_tier: the backup flag a subflow must have to be used now.
 func tier(c *Conn) uint32 {
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		if usable(&c.SF[i]) && c.SF[i].Flags&Backup == 0 {
+		if usable(&c.Sf[i]) && c.Sf[i].Flags&Backup == 0 {
 			return 0
 		}
 	}
@@ -28,7 +28,7 @@ func tier(c *Conn) uint32 {
 
 func inTier(f *Subflow, t uint32) bool { return usable(f) && f.Flags&Backup == t }
 
-func idle(f *Subflow) bool { return f.Inflight == 0 && f.NotSent == 0 }
+func idle(f *Subflow) bool { return f.Inflight == 0 && f.Notsent == 0 }
 
 // What lowestRTTWhere asks besides the tier (SCHED_PICK_*).
 const (
@@ -45,15 +45,15 @@ func lowestRTTWhere(c *Conn, need uint32) int {
 		must = Active
 	}
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
+		f := &c.Sf[i]
 		if f.Flags&must != must || f.Flags&Backup != t {
 			continue
 		}
 		if need&pickSpace != 0 && space(f) == 0 || need&pickIdle != 0 && !idle(f) {
 			continue
 		}
-		if f.SRTTUs < bestRTT {
-			bestRTT, best = f.SRTTUs, i
+		if f.SrttUs < bestRTT {
+			bestRTT, best = f.SrttUs, i
 		}
 	}
 	return best
@@ -72,9 +72,9 @@ func choose(c *Conn, i int, o *Out) {
 	if i < 0 || i >= MaxSubflows {
 		return
 	}
-	s := space(&c.SF[i])
+	s := space(&c.Sf[i])
 	o.Mask |= 1 << i
-	o.Burst = max(s, c.SF[i].MSS)
+	o.Burst = max(s, c.Sf[i].Mss)
 }
 
 // retransOnBest is SCHED_RETRANS_ON_BEST.

@@ -14,11 +14,11 @@ func redAll(c *Conn) Out {
 	var o Out
 	t, mss := tier(c), ^uint32(0)
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		if !inTier(&c.SF[i], t) {
+		if !inTier(&c.Sf[i], t) {
 			continue
 		}
 		o.Mask |= 1 << i
-		mss = min(mss, c.SF[i].MSS)
+		mss = min(mss, c.Sf[i].Mss)
 	}
 	if o.Mask != 0 {
 		o.Burst = max(mss, 1)

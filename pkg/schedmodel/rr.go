@@ -12,15 +12,15 @@ func (r RR) Send(c *Conn, s *State) Out {
 	next, first := -1, -1
 	var nextID, firstID uint32
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
-		f := &c.SF[i]
+		f := &c.Sf[i]
 		if !inTier(f, t) {
 			continue
 		}
-		if first < 0 || f.ID < firstID {
-			first, firstID = i, f.ID
+		if first < 0 || f.Id < firstID {
+			first, firstID = i, f.Id
 		}
-		if f.ID > last && (next < 0 || f.ID < nextID) {
-			next, nextID = i, f.ID
+		if f.Id > last && (next < 0 || f.Id < nextID) {
+			next, nextID = i, f.Id
 		}
 	}
 	if next < 0 {
@@ -29,7 +29,7 @@ func (r RR) Send(c *Conn, s *State) Out {
 	if next < 0 {
 		return o
 	}
-	burst := min(uint64(r.Packets)*uint64(c.SF[next].MSS), BurstMax)
+	burst := min(uint64(r.Packets)*uint64(c.Sf[next].Mss), BurstMax)
 	o.Mask = 1 << next
 	o.Burst = max(uint32(burst), 1)
 	s.W[0] = uint64(nextID)

@@ -11,10 +11,10 @@ func TestRRRotatesByID(t *testing.T) {
 	for step, w := range wantIdx {
 		o := RR{Packets: 1}.Send(c, &s)
 		if o.Mask != 1<<w {
-			t.Fatalf("step %d: mask %b, want sf[%d] (id %d)", step, o.Mask, w, c.SF[w].ID)
+			t.Fatalf("step %d: mask %b, want sf[%d] (id %d)", step, o.Mask, w, c.Sf[w].Id)
 		}
-		if s.W[0] != uint64(c.SF[w].ID) {
-			t.Fatalf("step %d: state %d, want the id used, %d", step, s.W[0], c.SF[w].ID)
+		if s.W[0] != uint64(c.Sf[w].Id) {
+			t.Fatalf("step %d: state %d, want the id used, %d", step, s.W[0], c.Sf[w].Id)
 		}
 	}
 }

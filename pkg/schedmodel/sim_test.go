@@ -117,11 +117,11 @@ func simulate(m Scheduler, paths []simPath, dur uint64, frag uint64) simResult {
 			c := Conn{NowUs: now, N: uint32(len(subs)), SndNxt: next * simMSS, WriteSeq: next*simMSS + frag}
 			for i := range subs {
 				s := &subs[i]
-				c.SF[i] = Subflow{
-					ID: uint32(i + 1), Flags: Active | MemFree,
-					SRTTUs: uint32(s.srtt), Cwnd: s.p.cwnd, Ssthresh: 1 << 30,
-					Inflight: uint32(len(s.inflight)), MSS: simMSS,
-					NotSent: uint32(len(s.queue) * simMSS),
+				c.Sf[i] = Subflow{
+					Id: uint32(i + 1), Flags: Active | MemFree,
+					SrttUs: uint32(s.srtt), Cwnd: s.p.cwnd, Ssthresh: 1 << 30,
+					Inflight: uint32(len(s.inflight)), Mss: simMSS,
+					Notsent: uint32(len(s.queue) * simMSS),
 				}
 			}
 			o := m.Send(&c, &st)

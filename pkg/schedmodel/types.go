@@ -1,80 +1,41 @@
 // Package schedmodel holds the reference models of the packet schedulers in
-// bpf/sched/: the same decision, in Go, from the same snapshot. The types
-// mirror bpf/include/sched_types.h field for field (pkg/sched decodes the
-// BPF trace into them, checking sizes), and pick.go mirrors sched_pick.h,
-// so a decision traced in a kernel replays here and must come out equal.
+// bpf/sched/: the same decision, in Go, from the same snapshot. The models
+// take the structs of bpf/include/sched_types.h themselves, as pkg/abi
+// generates them (pkg/sched reads the BPF trace into the same types), and
+// pick.go mirrors the rules of sched_pick.h, so a decision traced in a
+// kernel replays here and must come out equal.
 package schedmodel
 
-// Flags of a subflow (SCHED_SF_*).
+import "github.com/mptcp-cc/mptcp-cc/pkg/abi"
+
+// Flags of a subflow (Subflow.Flags: enum mpsch_sf_flag).
 const (
-	Active    = 1 // established, may send
-	Backup    = 2 // marked backup (MP_PRIO)
-	MemFree   = 4 // its send buffer takes more
-	SlowStart = 8
+	Active    = abi.SchedSFActive    // established, may send
+	Backup    = abi.SchedSFBackup    // marked backup (MP_PRIO)
+	MemFree   = abi.SchedSFMemFree   // its send buffer takes more
+	SlowStart = abi.SchedSFSlowStart // cwnd < ssthresh
 )
 
-// MaxSubflows is SCHED_MAX_SUBFLOWS; StateWords is SCHED_STATE_WORDS.
+// MaxSubflows is SCHED_MAX_SUBFLOWS and StateWords SCHED_STATE_WORDS, as
+// the generated arrays have them.
 const (
-	MaxSubflows = 8
-	StateWords  = 16
+	MaxSubflows = len(Conn{}.Sf)
+	StateWords  = len(State{}.W)
 )
 
 // BurstMax is the kernel's cap on one push (MPTCP_SEND_BURST_SIZE).
 const BurstMax = 65428
 
-// Subflow mirrors struct mpsch_sf. Times in µs, windows in packets, sizes
-// in bytes, rates in bytes per second.
-type Subflow struct {
-	ID             uint32
-	Flags          uint32
-	SRTTUs         uint32
-	RTTVarUs       uint32
-	Cwnd           uint32
-	Ssthresh       uint32
-	Inflight       uint32
-	MSS            uint32
-	NotSent        uint32
-	RateDelivered  uint32 // packets delivered in the last rate sample...
-	RateIntervalUs uint32 // ...over this interval
-	Pad            uint32
-	PacingRate     uint64
-	Delivered      uint64
-	BytesAcked     uint64
-}
-
-// Conn mirrors struct mpsch_conn.
-type Conn struct {
-	NowUs    uint64
-	SndUna   uint64
-	SndNxt   uint64
-	WriteSeq uint64
-	WndEnd   uint64
-	N        uint32
-	Retrans  uint32
-	SF       [MaxSubflows]Subflow
-}
-
-// Out mirrors struct mpsch_out.
-type Out struct {
-	Mask  uint32 // bit i: send on SF[i]
-	Burst uint32 // bytes before the kernel asks again; 0 leaves it
-}
-
-// State mirrors struct mpsch_state: the words an algorithm keeps per
-// connection.
-type State struct {
-	W [StateWords]uint64
-}
-
-// Trace mirrors struct mpsch_trace: one decision and all it was made from.
-type Trace struct {
-	Token  uint32
-	Ret    uint32
-	Conn   Conn
-	Before State
-	After  State
-	Out    Out
-}
+// The snapshot, the answer, the state and the trace record: the generated
+// types under the names the models use. Times in µs, windows in packets,
+// sizes in bytes, rates in bytes per second.
+type (
+	Subflow = abi.SchedSubflow // struct mpsch_sf
+	Conn    = abi.SchedConn    // struct mpsch_conn: Sf[:N] are the subflows
+	Out     = abi.SchedOut     // struct mpsch_out: Mask bit i sends on Sf[i]; Burst 0 leaves it
+	State   = abi.SchedState   // struct mpsch_state: the words an algorithm keeps per connection
+	Trace   = abi.SchedTrace   // struct mpsch_trace: one decision and all it was made from
+)
 
 // Scheduler is one reference model. Both calls may change the state, as
 // the BPF program changes its words.

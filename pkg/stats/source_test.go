@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
@@ -31,15 +33,29 @@ func TestPinnedNothingLoaded(t *testing.T) {
 	}
 }
 
-func subflowsMap(t *testing.T, raws ...stats.Raw) *ebpf.Map {
+// subflowsMap makes a subflows map as the congestion controls' object
+// declares it (its value size and BTF come from the compiled object, not
+// from Go), and fills it with the generated type: the round trip
+// Put / read / decode is the one the readers make on a live map.
+func subflowsMap(t *testing.T, raws ...abi.Subflow) *ebpf.Map {
 	t.Helper()
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Hash, KeySize: 8, ValueSize: uint32(stats.RawSize), MaxEntries: 16})
+	a, err := cc.Lookup("olia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := a.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := spec.Maps["subflows"].Copy()
+	ms.MaxEntries = 16
+	m, err := ebpf.NewMap(ms)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
 	for _, r := range raws {
-		if err := m.Put(r.ID, r); err != nil {
+		if err := m.Put(r.Id, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,8 +65,12 @@ func subflowsMap(t *testing.T, raws ...stats.Raw) *ebpf.Map {
 // Maps reads what it can, sorted, and names what it could not read.
 func TestMapsErrorPolicy(t *testing.T) {
 	testenv.RequireRoot(t)
-	m1 := subflowsMap(t, stats.Raw{ID: 1, Token: 9, SubflowID: 2, Flags: 1, Ssthresh: 0x7fffffff}, stats.Raw{ID: 2, Token: 3, SubflowID: 1, Flags: 1})
-	m2 := subflowsMap(t, stats.Raw{ID: 3, Token: 9, SubflowID: 1, Flags: 1})
+	m1 := subflowsMap(t,
+		abi.Subflow{Id: 1, Token: 9, SubflowId: 2, Flags: abi.SubflowMPTCP | abi.SubflowPaced, Ssthresh: 0x7fffffff,
+			Family: 2, Saddr: [16]byte{10, 0, 1, 1}, Sport: 40000, Daddr: [16]byte{10, 1, 0, 1}, Dport: 80,
+			SrttUs: 1500, CaState: 3, Coupled: 1 << 31, UpdatedNs: 77},
+		abi.Subflow{Id: 2, Token: 3, SubflowId: 1, Flags: abi.SubflowMPTCP})
+	m2 := subflowsMap(t, abi.Subflow{Id: 3, Token: 9, SubflowId: 1, Flags: abi.SubflowMPTCP})
 	snap, err := stats.Maps{
 		{CC: "t_olia", Algo: "olia", Map: m1},
 		{CC: "t_broken", Algo: "lia", Map: nil},
@@ -68,6 +88,10 @@ func TestMapsErrorPolicy(t *testing.T) {
 		t.Fatalf("subflow ids %v, want [2 3 1] (by token, then subflow id)", got)
 	}
 	if s := snap.Subflows[2]; s.CC != "t_olia" || s.Algo != "olia" || s.CoupledName == "" || !stats.SsthreshIsInfinite(s.Ssthresh) {
+		t.Fatalf("decoded %+v", s)
+	}
+	if s := snap.Subflows[2]; !s.MPTCP || s.Backup || !s.Paced || s.Local.String() != "10.0.1.1:40000" || s.Remote.String() != "10.1.0.1:80" ||
+		s.SRTT != 1500*time.Microsecond || s.CAState != "recovery" || s.Coupled != 0.5 || s.UpdatedNs != 77 {
 		t.Fatalf("decoded %+v", s)
 	}
 	if len(snap.Loaded) != 3 || snap.Loaded[0].Name != "t_broken" || snap.Count("t_olia") != 2 || snap.Count("t_broken") != 0 {

@@ -9,59 +9,14 @@ import (
 	"sort"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
-// Raw mirrors struct mpcc_subflow field for field (no implicit padding).
-// TestRawMatchesBTF checks it against the compiled objects.
-type Raw struct {
-	ID         uint64
-	Token      uint32
-	Algo       uint32
-	Family     uint16
-	Sport      uint16
-	Dport      uint16
-	LocalID    uint8
-	RemoteID   uint8
-	SubflowID  uint32
-	Flags      uint32
-	Saddr      [16]byte
-	Daddr      [16]byte
-	Cwnd       uint32
-	Ssthresh   uint32
-	SRTTUs     uint32
-	RTTVarUs   uint32
-	MinRTTUs   uint32
-	CAState    uint32
-	InFlight   uint32
-	NPaths     uint32
-	Delivered  uint64
-	Lost       uint64
-	Retrans    uint64
-	BytesAcked uint64
-	BytesSent  uint64
-	PacingRate uint64
-	Coupled    int64
-	LISADebt   uint32
-	LISAGiven  uint32
-	LISATaken  uint32
-	Repairs    uint32
-	UpdatedNs  uint64
-}
-
-// RawSize is the size of struct mpcc_subflow.
-const RawSize = int(unsafe.Sizeof(Raw{}))
-
-const (
-	flagMPTCP  = 1
-	flagBackup = 2
-	flagPaced  = 4
-	afInet6    = 10
-)
+const afInet6 = 10
 
 // Subflow is one live subflow as the congestion control sees it.
 type Subflow struct {
@@ -131,27 +86,28 @@ func FormatSsthresh(v uint32) string {
 
 var caStates = []string{"open", "disorder", "cwr", "recovery", "loss"}
 
-// Decode converts a raw map value. algo and coupledName name the algorithm
-// (the BPF side only knows its numeric id).
-func (r Raw) Decode(cc, algo, coupledName string) Subflow {
+// decode converts a value of the subflows map (struct mpcc_subflow). algo
+// and coupledName name the algorithm (the BPF side only knows its
+// numeric id).
+func decode(r abi.Subflow, cc, algo, coupledName string) Subflow {
 	s := Subflow{
-		CC: cc, Algo: algo, ID: r.ID, Token: r.Token, SubflowID: r.SubflowID,
-		LocalID: r.LocalID, RemoteID: r.RemoteID,
-		MPTCP: r.Flags&flagMPTCP != 0, Backup: r.Flags&flagBackup != 0, Paced: r.Flags&flagPaced != 0,
+		CC: cc, Algo: algo, ID: r.Id, Token: r.Token, SubflowID: r.SubflowId,
+		LocalID: r.LocalId, RemoteID: r.RemoteId,
+		MPTCP: r.Flags&abi.SubflowMPTCP != 0, Backup: r.Flags&abi.SubflowBackup != 0, Paced: r.Flags&abi.SubflowPaced != 0,
 		Cwnd: r.Cwnd, Ssthresh: r.Ssthresh,
-		SRTT:     time.Duration(r.SRTTUs) * time.Microsecond,
-		RTTVar:   time.Duration(r.RTTVarUs) * time.Microsecond,
-		MinRTT:   time.Duration(r.MinRTTUs) * time.Microsecond,
-		InFlight: r.InFlight, Paths: r.NPaths, Delivered: r.Delivered, Lost: r.Lost,
+		SRTT:     time.Duration(r.SrttUs) * time.Microsecond,
+		RTTVar:   time.Duration(r.RttvarUs) * time.Microsecond,
+		MinRTT:   time.Duration(r.MinRttUs) * time.Microsecond,
+		InFlight: r.InFlight, Paths: r.Npaths, Delivered: r.Delivered, Lost: r.Lost,
 		Retrans: r.Retrans, BytesAcked: r.BytesAcked, BytesSent: r.BytesSent,
-		PacingRate: r.PacingRate, Coupled: float64(r.Coupled) / (1 << 32),
-		CoupledName: coupledName, LISAGiven: r.LISAGiven, LISATaken: r.LISATaken,
+		PacingRate: r.PacingRate, Coupled: float64(r.Coupled) / (1 << 32), // Q32
+		CoupledName: coupledName, LISAGiven: r.LisaGiven, LISATaken: r.LisaTaken,
 		Repairs: r.Repairs, UpdatedNs: r.UpdatedNs,
 	}
-	if int(r.CAState) < len(caStates) {
-		s.CAState = caStates[r.CAState]
+	if int(r.CaState) < len(caStates) {
+		s.CAState = caStates[r.CaState]
 	} else {
-		s.CAState = fmt.Sprint(r.CAState)
+		s.CAState = fmt.Sprint(r.CaState)
 	}
 	if r.Family == afInet6 {
 		s.Local = netip.AddrPortFrom(netip.AddrFrom16(r.Saddr).Unmap(), r.Sport)
@@ -170,7 +126,7 @@ func (r Raw) Decode(cc, algo, coupledName string) Subflow {
 // and element by element where the kernel has no batch lookups.
 func readMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	keys := make([]uint64, batchSize)
-	vals := make([]Raw, batchSize)
+	vals := make([]abi.Subflow, batchSize)
 	var (
 		cursor ebpf.MapBatchCursor
 		out    []Subflow
@@ -178,7 +134,7 @@ func readMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	for {
 		n, err := m.BatchLookup(&cursor, keys, vals, nil)
 		for _, r := range vals[:n] {
-			out = append(out, r.Decode(cc, algo, coupledName))
+			out = append(out, decode(r, cc, algo, coupledName))
 		}
 		switch {
 		case errors.Is(err, ebpf.ErrKeyNotExist):
@@ -197,12 +153,12 @@ const batchSize = 1024
 func readMapByElement(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	var (
 		key uint64
-		raw Raw
+		raw abi.Subflow
 		out []Subflow
 	)
 	it := m.Iterate()
 	for it.Next(&key, &raw) {
-		out = append(out, raw.Decode(cc, algo, coupledName))
+		out = append(out, decode(raw, cc, algo, coupledName))
 	}
 	if err := it.Err(); err != nil && !errors.Is(err, ebpf.ErrIterationAborted) {
 		return out, err

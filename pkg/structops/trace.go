@@ -13,10 +13,10 @@ import (
 )
 
 // TraceReader collects the records of a trace ring buffer, decoded as T
-// (a Go mirror of the BPF record), in the background until Stop.
+// (the record's type as pkg/abi generates it), in the background until Stop.
 type TraceReader[T any] struct {
 	rd     *ringbuf.Reader
-	mirror string // where T is defined, for the size-mismatch error
+	types  string // the C record and T, for the size-mismatch error
 	mu     sync.Mutex
 	events []T
 	err    error
@@ -24,14 +24,14 @@ type TraceReader[T any] struct {
 }
 
 // ReadTrace starts collecting from m (which it may close: the reader
-// keeps its own reference). mirror names T's definition and the C one, for
-// the error when their sizes disagree.
-func ReadTrace[T any](m *ebpf.Map, mirror string) (*TraceReader[T], error) {
+// keeps its own reference). types names the C record and T, for the error
+// when their sizes disagree.
+func ReadTrace[T any](m *ebpf.Map, types string) (*TraceReader[T], error) {
 	rd, err := ringbuf.NewReader(m)
 	if err != nil {
 		return nil, err
 	}
-	t := &TraceReader[T]{rd: rd, mirror: mirror, done: make(chan struct{})}
+	t := &TraceReader[T]{rd: rd, types: types, done: make(chan struct{})}
 	go t.loop()
 	return t, nil
 }
@@ -48,10 +48,12 @@ func (t *TraceReader[T]) loop() {
 			return
 		}
 		var e T
-		// The size check is what keeps the mirror honest: the record type
-		// need not reach the object's BTF.
+		// T is generated from the header, but the object that wrote the
+		// record may have been built from another version of it (the
+		// record type need not reach that object's BTF): a size that
+		// differs says so instead of decoding garbage.
 		if len(rec.RawSample) != binary.Size(e) {
-			t.setErr(fmt.Errorf("trace record of %d bytes, the Go mirror has %d: %s disagree", len(rec.RawSample), binary.Size(e), t.mirror))
+			t.setErr(fmt.Errorf("trace record of %d bytes, the Go type has %d: %s disagree (run `make generate`)", len(rec.RawSample), binary.Size(e), t.types))
 			return
 		}
 		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &e); err != nil {
