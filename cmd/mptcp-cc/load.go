@@ -10,6 +10,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 var loadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc load olia`" + ` is
@@ -125,10 +126,22 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 				Untracked   uint64  `json:"untracked_subflows"`
 				Registered  bool    `json:"registered"`
 				PinDir      string  `json:"pin_dir"`
+				// Build is what loaded it (null: a version that recorded
+				// none); Current, whether that is this binary.
+				Build   *structops.Build `json:"build"`
+				Current bool             `json:"current"`
+				// PreviousBuild: live subflows that still run the build
+				// an upgrade replaced.
+				PreviousBuild int `json:"previous_build_subflows"`
 			}
 			list := []entry{}
 			for _, l := range loaded {
-				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Params.Pacing, snap.Count(l.Name), l.Untracked, l.Registered, l.PinDir})
+				var b *structops.Build
+				if l.BuildRecorded {
+					b = &l.Build
+				}
+				list = append(list, entry{l.Name, l.Algo, l.Params.LISA, float64(l.Params.RSFTarget) / float64(time.Millisecond), l.Params.Trace, l.Params.Pacing, snap.Count(l.Name), l.Untracked, l.Registered, l.PinDir,
+					b, l.Current(), previousBuild(snap.Subflows, l)})
 			}
 			return cli.WriteJSON(out, list)
 		}
@@ -136,15 +149,123 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 			fmt.Fprintln(out, "nothing loaded; try `mptcp-cc load --algo olia`")
 			return nil
 		}
-		t := cli.NewTable(out, "NAME", "ALGO", "PARAMETERS", "SUBFLOWS", "STATE")
+		t := cli.NewTable(out, "NAME", "ALGO", "PARAMETERS", "SUBFLOWS", "STATE", "BUILD")
 		for _, l := range loaded {
 			state := "registered"
 			if !l.Registered {
 				state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
 			}
-			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), subflowCount(snap.Count(l.Name), l.Untracked), state)
+			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), subflowCount(snap.Count(l.Name), l.Untracked), state, describeBuild(l, previousBuild(snap.Subflows, l)))
 		}
 		return t.Flush()
+	}
+}
+
+// previousBuild counts l's live subflows that an earlier build created:
+// connections opened before an upgrade, which keep its programs.
+func previousBuild(subflows []stats.Subflow, l cc.Loaded) int {
+	n := 0
+	for _, s := range subflows {
+		if s.CC == l.Name && cc.Generation(s.ID) < l.Build.Generation {
+			n++
+		}
+	}
+	return n
+}
+
+// describeBuild is list's BUILD column: the version that loaded l, and
+// what to do when it is not this binary's.
+func describeBuild(l cc.Loaded, previous int) string {
+	if !l.BuildRecorded {
+		return "unrecorded (mptcp-cc 0.1.0 or earlier): mptcp-cc upgrade"
+	}
+	s := l.Build.Version
+	if l.Build.Generation > 0 {
+		s += fmt.Sprintf(" (upgraded in place %d times", l.Build.Generation)
+		if previous > 0 {
+			s += fmt.Sprintf("; %d subflows still on the previous build", previous)
+		}
+		s += ")"
+	}
+	if !l.Current() {
+		s += ": not this binary's build, mptcp-cc upgrade"
+	}
+	return s
+}
+
+const upgradeHelp = `Replaces the programs of loaded algorithms with this binary's build, in
+place: the name stays registered, connections opened from then on run the
+new build, and connections already open keep the programs they run until
+they close. The subflows map, the parameters and the trace are kept, so
+list, top and the metrics go on without a gap. Without --name, every
+algorithm under --bpffs whose build is not this binary's is upgraded.
+It needs Linux 6.4 or newer (a struct_ops link updated in place) and a
+build whose maps have the same layout (ABI); where the layout changed it
+refuses: unload and load then.`
+
+func cmdUpgrade(fs *flag.FlagSet) cli.Action {
+	var names stringList
+	fs.Var(&names, "name", "registered `CCNAME` to upgrade (repeatable; default: every loaded one)")
+	force := fs.Bool("force", false, "replace the programs even where they already are this binary's build")
+	asJSON := fs.Bool("json", false, "JSON output")
+	root := pinRootFlag(fs)
+	return func(_ []string, out io.Writer) error {
+		if err := checkPinRoot(*root, false); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := checkPinName(n); err != nil {
+				return err
+			}
+		}
+		if len(names) == 0 {
+			loaded, err := cc.List(*root)
+			if err != nil {
+				return needsRoot(err, *root)
+			}
+			for _, l := range loaded {
+				if l.Registered {
+					names = append(names, l.Name)
+				}
+			}
+			if len(names) == 0 {
+				return fmt.Errorf("nothing loaded under %s to upgrade: `mptcp-cc list` shows what is", *root)
+			}
+		}
+		var done []cc.Upgraded
+		var failed []string
+		for _, n := range names {
+			u, err := cc.Upgrade(n, *root, *force)
+			if err != nil {
+				failed = append(failed, err.Error())
+				continue
+			}
+			done = append(done, u)
+		}
+		if *asJSON {
+			if done == nil {
+				done = []cc.Upgraded{}
+			}
+			if err := cli.WriteJSON(out, done); err != nil {
+				return err
+			}
+		} else {
+			for _, u := range done {
+				if u.Skipped {
+					fmt.Fprintf(out, "%s: already this build (%s); --force replaces it anyway\n", u.Name, u.To.Version)
+					continue
+				}
+				from := "an unrecorded build"
+				if u.Recorded {
+					from = u.From.Version
+				}
+				fmt.Fprintf(out, "%s: %s -> %s (generation %d); connections already open keep %s until they close\n", u.Name, from, u.To.Version, u.To.Generation, from)
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("%s", strings.Join(failed, "; "))
+		}
+		return nil
 	}
 }
 

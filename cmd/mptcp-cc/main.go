@@ -27,6 +27,7 @@ var app = (&cli.App{
 		{Name: "unload", Summary: "unregister an algorithm",
 			Required: []string{"algo|name"}, Positional: true, Values: cc.Names(), Help: unloadHelp, Flags: cmdUnload},
 		{Name: "list", Summary: "show loaded algorithms, their parameters and users", Flags: cmdList},
+		{Name: "upgrade", Summary: "replace loaded algorithms with this binary's build; open connections keep theirs", Help: upgradeHelp, Flags: cmdUpgrade},
 		{Name: "subflows", Summary: "show live per-subflow state (--json for scripts)", Flags: cmdSubflows},
 		{Name: "algorithms", Summary: "show the algorithms this build ships", Flags: cmdAlgorithms},
 		{Name: "policy", Summary: "per-cgroup CC policy: attach, detach, list", Help: policyHelp, Sub: []cli.Command{

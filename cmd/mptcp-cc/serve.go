@@ -15,11 +15,11 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
 )
 
-// serveStringList is a repeatable flag.
-type serveStringList []string
+// stringList is a repeatable flag.
+type stringList []string
 
-func (s *serveStringList) String() string { return strings.Join(*s, ",") }
-func (s *serveStringList) Set(v string) error {
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*s = append(*s, p)
@@ -43,7 +43,7 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 	allowRemote := fs.Bool("web.allow-remote", false, "allow a listen address that is not loopback")
 	maxSubflows := fs.Int("metrics.max-subflows", 4096, "bound on subflows exported with per-subflow series (0: aggregates only)")
 	onExit := fs.String("on-exit", "keep", "what to do on SIGTERM, `ACTION`: keep (leave algorithms loaded, policies attached) or remove (unload/detach what the configuration names)")
-	var netns serveStringList
+	var netns stringList
 	fs.Var(&netns, "events.netns", "also follow the mptcp_pm events of this named network namespace `NAME` (repeatable)")
 	noEvents := fs.Bool("events.disable", false, "do not subscribe to mptcp_pm events")
 	logLevel := fs.String("log.level", "info", "`LEVEL` of the messages logged: debug, info, warn or error")

@@ -45,6 +45,15 @@ const (
 	OnExitRemove OnExit = "remove"
 )
 
+// Adopt says what the daemon does with an algorithm another build loaded.
+type Adopt string
+
+// Adopt values.
+const (
+	AdoptKeep    Adopt = "keep"
+	AdoptUpgrade Adopt = "upgrade"
+)
+
 // Config is the daemon's configuration file. Zero values mean "the default";
 // Resolve fills them in.
 type Config struct {
@@ -57,7 +66,13 @@ type Config struct {
 	// BPFFS's sibling <BPFFS>-sched, i.e. /sys/fs/bpf/mptcp-cc-sched).
 	SchedBPFFS string `yaml:"sched_bpffs,omitempty"`
 	// OnExit: keep (default) or remove.
-	OnExit     OnExit      `yaml:"on_exit,omitempty"`
+	OnExit OnExit `yaml:"on_exit,omitempty"`
+	// Adopt says what the daemon does with a configured algorithm that is
+	// already loaded by another build of mptcp-cc (an earlier version, or
+	// one that recorded no build): keep (default) runs on with the pinned
+	// build and warns; upgrade replaces its programs with this binary's in
+	// place (cc.Upgrade: connections already open keep the old ones).
+	Adopt      Adopt       `yaml:"adopt,omitempty"`
 	Algorithms []Algorithm `yaml:"algorithms,omitempty"`
 	Policies   []Policy    `yaml:"policies,omitempty"`
 	// Schedulers are the packet schedulers to keep loaded (a kernel with
@@ -363,6 +378,11 @@ func (v *validation) top(c Config) {
 	default:
 		v.bad("on_exit", "%q is neither keep nor remove", c.OnExit)
 	}
+	switch c.Adopt {
+	case "", AdoptKeep, AdoptUpgrade:
+	default:
+		v.bad("adopt", "%q is neither keep nor upgrade", c.Adopt)
+	}
 	if c.BPFFS != "" && !path.IsAbs(c.BPFFS) {
 		v.bad("bpffs", "%q is not an absolute path", c.BPFFS)
 	}
@@ -630,6 +650,9 @@ func (c Config) Resolve() Config {
 	c.Schedulers = scheds
 	if c.OnExit == "" {
 		c.OnExit = OnExitKeep
+	}
+	if c.Adopt == "" {
+		c.Adopt = AdoptKeep
 	}
 	algos := make([]Algorithm, len(c.Algorithms))
 	for i, a := range c.Algorithms {

@@ -340,7 +340,7 @@ func (r *running) reloadAlgorithms(cfg Config, plan reloadPlan, st *state, undo 
 	for i, a := range cfg.Algorithms {
 		var act action
 		if err := r.handler.exclusive(func() (err error) {
-			act, err = setUpAlgorithm(root, i, a, byName, r.log, slog.LevelDebug)
+			act, err = setUpAlgorithm(root, i, a, byName, cfg.Adopt, r.log, slog.LevelDebug)
 			return err
 		}); err != nil {
 			return err

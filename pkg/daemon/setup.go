@@ -66,7 +66,7 @@ func setUpAlgorithms(cfg Config, st *state, log *slog.Logger) error {
 		return err
 	}
 	for i, a := range cfg.Algorithms {
-		act, err := setUpAlgorithm(cfg.BPFFS, i, a, byName, log, slog.LevelInfo)
+		act, err := setUpAlgorithm(cfg.BPFFS, i, a, byName, cfg.Adopt, log, slog.LevelInfo)
 		if err != nil {
 			return err
 		}
@@ -91,9 +91,10 @@ func pinnedAlgorithms(root string) (map[string]cc.Loaded, error) {
 // `mptcp-cc load`) left it pinned: same algorithm, same parameters: nothing
 // to do; other parameters: they are updated in place (running subflows see
 // them at their next ACK); another algorithm under that name: an error.
-// Adoptions are logged at adopted (a reload adopts what it keeps, which is
-// not news).
-func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded, log *slog.Logger, adopted slog.Level) (action, error) {
+// Pinned by another build of mptcp-cc, it is upgraded in place first when
+// adopt is upgrade, and kept with a warning otherwise. Adoptions are logged
+// at adopted (a reload adopts what it keeps, which is not news).
+func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded, adopt Adopt, log *slog.Logger, adopted slog.Level) (action, error) {
 	alg, err := cc.Lookup(a.Algo)
 	if err != nil {
 		return "", err
@@ -108,6 +109,22 @@ func setUpAlgorithm(root string, i int, a Algorithm, byName map[string]cc.Loaded
 		} else {
 			if l.Algo != a.Algo {
 				return "", fmt.Errorf("%s: %s is already loaded as %s, the configuration wants %s: unload it first (`mptcp-cc unload --name %s`) or give the entry another name", field, a.Name, l.Algo, a.Algo, a.Name)
+			}
+			if !l.Current() {
+				pinned := "an unrecorded build"
+				if l.BuildRecorded {
+					pinned = l.Build.Version
+				}
+				if adopt != AdoptUpgrade {
+					log.Warn("adopting a registration another build of mptcp-cc loaded: new connections get the pinned build until `mptcp-cc upgrade` (or adopt: upgrade in the configuration)",
+						"name", a.Name, "pinned", pinned, "this", cc.ThisBuild().Version)
+				} else {
+					u, err := cc.Upgrade(a.Name, root, false)
+					if err != nil {
+						return "", fmt.Errorf("%s: upgrading %s in place (adopt: upgrade): %w", field, a.Name, err)
+					}
+					log.Info("upgraded in place; connections already open keep the previous build", "name", a.Name, "from", pinned, "to", u.To.Version, "generation", u.To.Generation)
+				}
 			}
 			if l.Params == a.Params() {
 				log.Log(context.Background(), adopted, "adopted", "name", a.Name, "algo", a.Algo)

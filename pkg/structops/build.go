@@ -34,7 +34,9 @@ type Build struct {
 }
 
 // Same reports whether b and o are builds of the same binary.
-func (b Build) Same(o Build) bool { return b.Version == o.Version && b.Commit == o.Commit && b.ABI == o.ABI }
+func (b Build) Same(o Build) bool {
+	return b.Version == o.Version && b.Commit == o.Commit && b.ABI == o.ABI
+}
 
 const (
 	buildPin  = "build"
@@ -61,7 +63,7 @@ func writeBuild(dir string, b Build) error {
 	if err := m.Put(uint32(0), value); err != nil {
 		return fmt.Errorf("writing the build record: %w", err)
 	}
-	tmp := filepath.Join(dir, buildPin+".new")
+	tmp := filepath.Join(dir, buildPin+"_new") // bpffs refuses names with a dot
 	_ = os.Remove(tmp)
 	if err := m.Pin(tmp); err != nil {
 		return fmt.Errorf("pinning the build record: %w", err)

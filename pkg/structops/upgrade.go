@@ -109,7 +109,7 @@ func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.Collec
 	}
 	defer l.Close()
 	if err := updateStructOpsLink(l, coll.Maps[opsName]); err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) && !recorded {
+		if errors.Is(err, unix.EOPNOTSUPP) {
 			return old, fmt.Errorf("%s: %w: %v", name, ErrNoLinkUpdate, err)
 		}
 		return old, fmt.Errorf("replacing %s's programs: %w", name, err)
@@ -130,8 +130,7 @@ func updateStructOpsLink(l link.Link, m *ebpf.Map) error {
 	attr := struct {
 		linkFD, newMapFD, flags, oldMapFD uint32
 	}{linkFD: uint32(fd.FD()), newMapFD: uint32(m.FD())}
-	const bpfLinkUpdate = 13 // enum bpf_cmd: BPF_LINK_UPDATE
-	_, _, errno := unix.Syscall(unix.SYS_BPF, bpfLinkUpdate, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_UPDATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 	if errno != 0 {
 		return fmt.Errorf("BPF_LINK_UPDATE: %w", errno)
 	}
