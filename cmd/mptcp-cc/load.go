@@ -9,6 +9,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
@@ -28,6 +29,7 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 	trace := fs.Bool("trace", false, "record every decision in the trace ring buffer (for debugging and tests)")
 	pacing := fs.Bool("pacing", false, "pace each subflow at about its window per RTT (the kernel's TCP pacing) instead of sending in bursts")
 	maxSubflows := fs.Uint("max-subflows", cc.MaxSubflowsTracked, "live subflows the readers can see (list, subflows, top, metrics); more still run the algorithm, counted as untracked")
+	allow := fs.Bool("allow", false, "also add it to net.ipv4.tcp_allowed_congestion_control, so that network namespaces other than the host's may make it their default (the kernel refuses them with EPERM otherwise)")
 	root := pinRootFlag(fs)
 	return func(pos []string, out io.Writer) error {
 		if *maxSubflows < 1 || *maxSubflows > cc.MaxSubflowsTracked {
@@ -49,17 +51,35 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 		if registered == "" {
 			registered = a.DefaultName()
 		}
-		fmt.Fprintf(out, "%s registered (%s); use it with `sysctl net.ipv4.tcp_congestion_control=%s` or setsockopt(TCP_CONGESTION)\n", registered, a.Summary, registered)
+		if *allow {
+			if err := kernel.AllowCongestionControl(registered); err != nil {
+				return fmt.Errorf("%s is registered, but: %w", registered, err)
+			}
+		}
+		fmt.Fprintf(out, loadedMessage, registered, a.Summary, registered, registered, registered)
 		return nil
 	}
 }
 
+// loadedMessage says how to give the loaded CC to connections, the
+// narrowest way first: a host-wide default moves every plain TCP socket to
+// it too (docs/policy.md).
+const loadedMessage = `%s registered (%s). Give it to MPTCP connections:
+  per cgroup (recommended): mptcp-cc policy attach --cgroup CGROUP --algo %s
+  per socket:               setsockopt(fd, SOL_TCP, TCP_CONGESTION, "%s") on the MPTCP socket
+  host-wide default:        sysctl net.ipv4.tcp_congestion_control=%s  (plain TCP sockets get it too)
+`
+
 const unloadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc unload olia`" + ` is
-` + "`mptcp-cc unload --algo olia`" + `.`
+` + "`mptcp-cc unload --algo olia`" + `. It refuses while a network namespace has
+it as its default congestion control (new TCP sockets there would get an
+unregistered CC) or live subflows run it, and says which; --force unloads
+anyway (those subflows keep it until they close).`
 
 func cmdUnload(fs *flag.FlagSet) cli.Action {
 	algo := fs.String("algo", "", "algorithm `NAME` loaded under its default name (mptcp_NAME)")
 	name := fs.String("name", "", "registered `CCNAME` (`mptcp-cc list` shows them)")
+	force := fs.Bool("force", false, "unload even while a namespace's default names it or live subflows run it")
 	root := pinRootFlag(fs)
 	return func(pos []string, out io.Writer) error {
 		target := *name
@@ -85,10 +105,20 @@ func cmdUnload(fs *flag.FlagSet) cli.Action {
 		if err := checkPinRoot(*root, false); err != nil {
 			return err
 		}
+		users, err := cc.UsersOf(target, *root)
+		if err != nil && !*force {
+			return fmt.Errorf("%s: %w", target, err)
+		}
+		if !users.None() && !*force {
+			return fmt.Errorf("%s is in use: %s. Set another default first (sysctl -w net.ipv4.tcp_congestion_control=cubic, in each namespace named), or unload with --force", target, users)
+		}
 		if err := cc.Unload(target, *root); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s unregistered; connections that use it keep it until they close\n", target)
+		if !users.None() {
+			fmt.Fprintf(out, "left behind (--force): %s\n", users)
+		}
 		return nil
 	}
 }
