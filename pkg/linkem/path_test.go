@@ -307,3 +307,31 @@ func TestPathStartFailureCleansUp(t *testing.T) {
 		}
 	}
 }
+
+// An AQM-configured path forwards through its queue discipline and counts
+// the AQM's drops: 1028-byte UDP packets at twice the 10 Mbit/s rate.
+func TestPathAQM(t *testing.T) {
+	needRoot(t)
+	for i, kind := range []string{RED, CoDel, FQCoDel} {
+		t.Run(kind, func(t *testing.T) {
+			ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
+			cfg := pathConfig(ns1, ns2, 31+i,
+				DirectionConfig{Rate: 10_000_000, QueuePackets: 200, Delay: time.Millisecond, Seed: 1, AQM: AQM{Kind: kind}},
+				DirectionConfig{AQM: AQM{Kind: kind}}) // unshaped: every packet passes at once
+			p := startPath(t, cfg)
+			const n = 2000
+			got, sending := udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7031), n, 1000, 2500)
+			fwd, rev := waitIdle(t, p)
+			t.Logf("sent %d in %v, received %d; fwd %+v", n, sending, got, fwd)
+			if fwd.SentPackets != n || fwd.DeliveredPackets != uint64(got) || fwd.DroppedQueue != uint64(n-got) || fwd.DroppedLoss != 0 {
+				t.Errorf("counters %+v disagree with %d sent, %d received, all drops from the queue", fwd, n, got)
+			}
+			if fwd.DroppedAQM == 0 || got < n/3 {
+				t.Errorf("%s: %d early drops, %d of %d received: want the AQM dropping and the link forwarding", kind, fwd.DroppedAQM, got, n)
+			}
+			if rev.DroppedQueue != 0 {
+				t.Errorf("the unshaped reverse direction dropped: %+v", rev)
+			}
+		})
+	}
+}
