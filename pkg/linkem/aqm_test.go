@@ -554,3 +554,28 @@ func TestAQMValidate(t *testing.T) {
 		t.Errorf("SetConfig of the delay with the same AQM: %v", err)
 	}
 }
+
+// Like Offer, the queue-mode path allocates nothing per packet once its
+// queues have grown, whatever the AQM.
+func TestEnqueueDoesNotAllocate(t *testing.T) {
+	for _, kind := range []string{RED, CoDel, FQCoDel} {
+		l := newTestLink(t, DirectionConfig{Rate: 100_000_000, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, Loss: 0.01, QueuePackets: 1000, Seed: 1, AQM: AQM{Kind: kind}})
+		l.setSink(nullSink{})
+		pkts := [][]byte{udpPacket(1500, 1), udpPacket(1500, 2), udpPacket(1500, 3)}
+		ref := &packet{}
+		now := t0
+		i := 0
+		offer := func() {
+			// 110% of the rate: the queue stays full and the AQM drops.
+			now = now.Add(109 * time.Microsecond)
+			l.Enqueue(now, pkts[i%3], ref)
+			i++
+		}
+		for range 20_000 {
+			offer()
+		}
+		if allocs := testing.AllocsPerRun(10_000, offer); allocs != 0 {
+			t.Errorf("%s: Enqueue allocates %v times per packet", kind, allocs)
+		}
+	}
+}

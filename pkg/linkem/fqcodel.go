@@ -111,7 +111,7 @@ func (f *fqCodel) dequeue(now time.Time) (qpkt, bool) {
 			f.oldFlows.push(i)
 			continue
 		}
-		p, ok := fl.v.dequeue(now, f.p, fl, f.maxPacket, fl.dropEarly)
+		p, ok := fl.v.dequeue(now, f.p, fl, f.maxPacket, f.drop)
 		if !ok {
 			list.pop()
 			if list == &f.newFlows && f.oldFlows.len() > 0 {
@@ -139,8 +139,6 @@ func (fl *fqFlow) pop() (qpkt, bool) {
 }
 
 func (fl *fqFlow) backlog() int { return fl.bytes }
-
-func (fl *fqFlow) dropEarly(p qpkt, early bool) { fl.parent.drop(p, early) }
 
 // flowHash hashes the 5-tuple of a bare IP packet (what TUN carries):
 // addresses, protocol and, for TCP and UDP, the ports. It mixes in seed,

@@ -3,6 +3,7 @@ package linkem
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -333,5 +334,38 @@ func TestPathAQM(t *testing.T) {
 				t.Errorf("the unshaped reverse direction dropped: %+v", rev)
 			}
 		})
+	}
+}
+
+// Close does not wait for the packets an AQM still holds.
+func TestPathAQMCloseWhileQueued(t *testing.T) {
+	needRoot(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
+	// 1 Mbit/s: 100 packets of 1028 bytes take 0.8 s to leave the queue.
+	cfg := pathConfig(ns1, ns2, 34, DirectionConfig{Rate: 1_000_000, QueuePackets: 1000, AQM: AQM{Kind: FQCoDel}}, DirectionConfig{})
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc *net.UDPConn
+	inNS(t, ns1, func() (err error) {
+		sc, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr2.Addr(), 7034)))
+		return err
+	})
+	defer sc.Close()
+	msg := make([]byte, 1000)
+	for range 100 {
+		sc.Write(msg)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if fwd, _ := p.Stats(); fwd.SentPackets == 0 || fwd.DeliveredPackets >= fwd.SentPackets {
+		t.Fatalf("nothing held in the queue: %+v", fwd)
+	}
+	begin := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("Close took %v with packets queued", d)
 	}
 }

@@ -33,7 +33,7 @@ type red struct {
 	bytes                    int
 	limitPackets, limitBytes int
 	minTh, maxTh, wq, maxP   float64
-	s                        time.Duration // transmission time of a typical packet
+	s                        time.Duration // transmission time of a typical packet, from the Rate or Trace at the start
 	drop                     dropFunc
 	rng                      *rand.Rand
 
