@@ -21,6 +21,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
@@ -41,8 +43,12 @@ import (
 // as "rtt=1,10,40,100 queue=0.5,1,2,100p subflows=2,4 ref=reno,cubic
 // runs=3 cc=reno,lia,olia,balia,rsf,lia:paced offload=off overhead=600
 // wmem=BYTES rmem=BYTES rate=20 quickack=off,on delack=off,8ms
-// ackwatch=on" (ALGO:paced: loaded with cc.Params.Pacing; overhead in
-// microseconds; rate in Mbit/s; quickack: the server's delayed ACKs as
+// ackwatch=on aqm=droptail,red,codel,fq_codel" (ALGO:paced: loaded with
+// cc.Params.Pacing; overhead in
+// microseconds; rate in Mbit/s; aqm: the bottleneck queue's discipline in
+// pkg/linkem with its default parameters, queue= being its hard limit,
+// each in turn for every queue size (default droptail; the model's
+// figure is for drop-tail only, so an AQM cell has none); quickack: the server's delayed ACKs as
 // they are, and/or turned off, see setQuickAck; delack: the server's
 // delayed-ACK timer as it is, and/or capped by the policy's rule, see
 // serverDelackPolicy; ackwatch: the server's ACK decisions watched, which
@@ -184,10 +190,10 @@ func (fc *fairChart) svg() []byte {
 // machinery is modelled. "1sf" is one Reno flow, "reno", "tcp" and
 // "mptcp1" are n uncoupled Reno ones; pacing is not modelled (a paced arm
 // gets its algorithm's figure, shown in parentheses); against CUBIC there
-// is no model (NaN).
+// is no model (NaN), nor behind an AQM.
 func predict(armName, ref string, c cell) float64 {
-	if ref != "reno" {
-		return math.NaN()
+	if ref != "reno" || c.aqm != linkem.DropTail {
+		return math.NaN() // the model's queue is drop-tail
 	}
 	name, _ := strings.CutSuffix(armName, ":paced")
 	var algo model.Algorithm = model.Reno{}
@@ -479,6 +485,9 @@ type matrix struct {
 	// and who sent it, the timer or the reader) and adds their table. It
 	// needs fentry programs: the test kernel's VM, not a host in lockdown.
 	ackWatch bool
+	// aqms: the bottleneck's queue discipline, each in turn ("aqm=red,
+	// codel"; linkem.DropTail and the AQM kinds). Default drop-tail.
+	aqms []string
 }
 
 func parseMatrix(t *testing.T, spec string) matrix {
@@ -492,6 +501,7 @@ func parseMatrix(t *testing.T, spec string) matrix {
 		rate:      fairRate,
 		quickAcks: []bool{false},
 		delacks:   []time.Duration{0},
+		aqms:      []string{linkem.DropTail},
 	}
 	if spec == "" || spec == "quick" {
 		return m
@@ -601,8 +611,17 @@ func parseMatrix(t *testing.T, spec string) matrix {
 				t.Fatalf("FAIRNESS offload %q: want on or off", v)
 			}
 			m.noOffload = v == "off"
+		case "aqm":
+			m.aqms = nil
+			for _, s := range list {
+				kind, err := scenario.ParseAQMName(s)
+				if err != nil {
+					t.Fatalf("FAIRNESS: %v", err)
+				}
+				m.aqms = append(m.aqms, kind)
+			}
 		default:
-			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack, delack, ackwatch)", k)
+			t.Fatalf("FAIRNESS: unknown key %q (rtt, queue, subflows, ref, cc, runs, rate, offload, overhead, wmem, rmem, quickack, delack, ackwatch, aqm)", k)
 		}
 	}
 	return m
@@ -620,6 +639,7 @@ type cell struct {
 	subflows   int
 	quickAck   bool          // the server acknowledges every segment at once
 	delack     time.Duration // the server's delayed-ACK timer capped at this (0: not)
+	aqm        string        // the bottleneck queue's discipline (linkem.AQM.Kind)
 }
 
 // name is the cell's base RTT, with the server's quick ACKs when on.
@@ -639,32 +659,43 @@ func (c cell) name() string {
 func (m matrix) each(t *testing.T, f func(cell, *topo.Net)) {
 	for _, rttMs := range m.rtts {
 		for _, q := range m.queues {
-			oneWay := time.Duration(rttMs * float64(time.Millisecond) / 2)
-			c := cell{rttMs: rttMs, queue: q, rate: m.rate, queueBytes: q.bytes(m.rate, 2*oneWay)}
-			for _, nsub := range m.subflows {
-				c.subflows = nsub
-				n := testkernel.Net(t, topo.Config{
-					Paths:       make([]int, nsub),
-					Bottlenecks: []topo.Shaping{{RateBits: uint64(m.rate), Delay: oneWay, QueueBytes: c.queueBytes, Overhead: m.overhead, Seed: 1}},
-					Subflows:    true,
-					NoOffload:   m.noOffload,
-				})
-				m.setBuffers(t, n)
-				set := false // the routes of a new network have no quickack
-				for _, qa := range m.quickAcks {
-					if qa || set {
-						setQuickAck(t, n, qa)
-						set = qa
-					}
-					c.quickAck = qa
-					for _, d := range m.delacks {
-						if m.capDelack != nil {
-							m.capDelack(d)
-						}
-						c.delack = d
-						f(c, n)
-					}
+			for _, aqm := range m.aqms {
+				m.eachNet(t, rttMs, q, aqm, f)
+			}
+		}
+	}
+}
+
+// eachNet builds the networks of one base RTT, queue and AQM, one per
+// subflow count, and calls f for each quick-ACK and delayed-ACK setting.
+func (m matrix) eachNet(t *testing.T, rttMs float64, q queueSize, aqm string, f func(cell, *topo.Net)) {
+	oneWay := time.Duration(rttMs * float64(time.Millisecond) / 2)
+	c := cell{rttMs: rttMs, queue: q, rate: m.rate, queueBytes: q.bytes(m.rate, 2*oneWay), aqm: aqm}
+	if aqm != linkem.DropTail {
+		c.queue.name += ", " + aqm // the table's queue column tells the cells apart
+	}
+	for _, nsub := range m.subflows {
+		c.subflows = nsub
+		n := testkernel.Net(t, topo.Config{
+			Paths:       make([]int, nsub),
+			Bottlenecks: []topo.Shaping{{RateBits: uint64(m.rate), Delay: oneWay, QueueBytes: c.queueBytes, Overhead: m.overhead, Seed: 1, AQM: linkem.AQM{Kind: aqm}}},
+			Subflows:    true,
+			NoOffload:   m.noOffload,
+		})
+		m.setBuffers(t, n)
+		set := false // the routes of a new network have no quickack
+		for _, qa := range m.quickAcks {
+			if qa || set {
+				setQuickAck(t, n, qa)
+				set = qa
+			}
+			c.quickAck = qa
+			for _, d := range m.delacks {
+				if m.capDelack != nil {
+					m.capDelack(d)
 				}
+				c.delack = d
+				f(c, n)
 			}
 		}
 	}
@@ -943,3 +974,19 @@ func (s *tcpSampler) cwndFull() float64 { return ratio(s.full, s.sub) }
 func (s *tcpSampler) queued() float64   { return ratio(s.queue, s.sub) }
 func (s *tcpSampler) mpCwnd() float64   { return s.mpSum / float64(max(s.dumps, 1)) }
 func (s *tcpSampler) tcpCwnd() float64  { return s.tcpSum / float64(max(s.dumps, 1)) }
+
+// The FAIRNESS spec's aqm key: names to linkem's kinds, drop-tail by
+// default (the bench itself runs only with MPTCP_CC_BENCH).
+func TestFairnessSpecAQM(t *testing.T) {
+	if got := parseMatrix(t, "quick").aqms; !slices.Equal(got, []string{linkem.DropTail}) {
+		t.Errorf("quick: aqms %q, want drop-tail only", got)
+	}
+	m := parseMatrix(t, "rtt=10 aqm=droptail,red,codel,fq_codel")
+	if want := []string{linkem.DropTail, linkem.RED, linkem.CoDel, linkem.FQCoDel}; !slices.Equal(m.aqms, want) {
+		t.Errorf("aqms %q, want %q", m.aqms, want)
+	}
+	c := cell{rate: 20e6, rttMs: 10, subflows: 2, queueBytes: 150000, aqm: linkem.RED}
+	if p := predict("lia", "reno", c); !math.IsNaN(p) {
+		t.Errorf("a model figure (%v) for a cell behind RED; the model's queue is drop-tail", p)
+	}
+}

@@ -209,3 +209,65 @@ func cpuMeter() func() float64 {
 	start, u0 := time.Now(), used()
 	return func() float64 { return 100 * float64(used()-u0) / float64(time.Since(start)) }
 }
+
+// TestBenchAQMCost measures the per-packet cost of the bottleneck's
+// decision path, without I/O: Offer for drop-tail, Enqueue (and the
+// dequeue it runs) for each AQM, on a fake clock. The load is four UDP
+// flows of 1500-byte packets offered at 110% of a 100 Mbit/s link with a
+// 1000-packet limit, so the queue stays full and every AQM drops. The
+// costs are shown as ratios to drop-tail's in the same run (the machine is
+// shared). It runs with the other benchmarks (LINKEM_BENCH=1):
+//
+//	LINKEM_BENCH=1 go test -run TestBenchAQMCost -v ./pkg/linkem
+func TestBenchAQMCost(t *testing.T) {
+	testenv.LinkemBench(t)
+	var pkts [4][]byte
+	for i := range pkts {
+		pkts[i] = udpPacket(1500, uint16(1000+i))
+	}
+	const gap = 1500 * 8 * time.Second / 100_000_000 * 10 / 11
+	cost := func(kind string) testing.BenchmarkResult {
+		return testing.Benchmark(func(b *testing.B) {
+			cfg := DirectionConfig{Rate: 100_000_000, Delay: 10 * time.Millisecond, QueuePackets: 1000, Seed: 1, AQM: AQM{Kind: kind}}
+			l, err := NewLink(cfg, t0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ref := &packet{}
+			if l.Queued() {
+				l.setSink(nullSink{})
+			}
+			now := t0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now = now.Add(gap)
+				if l.Queued() {
+					l.Enqueue(now, pkts[i%4], ref)
+				} else {
+					l.Offer(now, 1500)
+				}
+			}
+		})
+	}
+	base := cost(DropTail)
+	fmt.Printf("\nper-packet decision cost, one run, %d CPUs (shared machine: compare ratios, not ns)\n", runtime.NumCPU())
+	fmt.Printf("%-9s  %9s  %7s  %9s\n", "queue", "ns/packet", "ratio", "allocs/op")
+	for _, kind := range []string{DropTail, RED, CoDel, FQCoDel} {
+		r := base
+		if kind != DropTail {
+			r = cost(kind)
+		}
+		name := kind
+		if kind == DropTail {
+			name = "drop-tail"
+		}
+		fmt.Printf("%-9s  %9d  %7.2f  %9d\n", name, r.NsPerOp(), float64(r.NsPerOp())/float64(base.NsPerOp()), r.AllocsPerOp())
+	}
+}
+
+// nullSink discards a queue-mode Link's verdicts.
+type nullSink struct{}
+
+func (nullSink) send(any, time.Time) {}
+func (nullSink) drop(any)            {}

@@ -30,11 +30,16 @@ type DirectionConfig struct {
 	// Seed seeds the loss and jitter PRNGs; equal seeds give equal runs.
 	Seed uint64
 	// QueuePackets and QueueBytes bound the drop-tail bottleneck queue;
-	// 0 means unlimited.
+	// 0 means unlimited. With an AQM they are its hard limits (0 and 0:
+	// the AQM's default, see AQM).
 	QueuePackets int
 	QueueBytes   int
 	// Trace, when set, replaces Rate by a mahimahi delivery trace.
 	Trace *Trace
+	// AQM selects RED, CoDel or FQ-CoDel for the bottleneck queue; the
+	// zero value is the drop-tail queue. It cannot change while a Link
+	// runs (SetConfig refuses).
+	AQM AQM
 }
 
 // Validate reports the first invalid field.
@@ -56,5 +61,5 @@ func (c DirectionConfig) Validate() error {
 		// Two rate sources would be ambiguous; make the caller pick one.
 		return errors.New("linkem: set either Rate or Trace, not both")
 	}
-	return nil
+	return c.AQM.validate()
 }

@@ -11,8 +11,12 @@ type Counters struct {
 	SentPackets, SentBytes           uint64 // offered to the link
 	DeliveredPackets, DeliveredBytes uint64 // written out after the delay
 	DroppedLoss                      uint64 // packets dropped by random loss
-	DroppedQueue                     uint64 // packets dropped by the queue limits or MaxInFlight
-	DroppedError                     uint64 // packets the kernel refused when written out
+	DroppedQueue                     uint64 // packets dropped by the queue limits, its AQM or MaxInFlight
+	// DroppedAQM counts the packets of DroppedQueue that an AQM chose to
+	// drop (RED's early drops, CoDel's sojourn drops), as opposed to
+	// drops at a full queue.
+	DroppedAQM   uint64
+	DroppedError uint64 // packets the kernel refused when written out
 	// LateTotal and LateMax measure how much later than scheduled packets
 	// were actually written: the emulator's own timing error.
 	LateTotal, LateMax time.Duration
@@ -32,7 +36,7 @@ type counters struct {
 	sentPackets, sentBytes           atomic.Uint64
 	deliveredPackets, deliveredBytes atomic.Uint64
 	droppedLoss, droppedQueue        atomic.Uint64
-	droppedError                     atomic.Uint64
+	droppedError, droppedAQM         atomic.Uint64
 	lateTotal, lateMax               atomic.Int64
 }
 
@@ -45,6 +49,7 @@ func (c *counters) snapshot() Counters {
 		DroppedLoss:      c.droppedLoss.Load(),
 		DroppedQueue:     c.droppedQueue.Load(),
 		DroppedError:     c.droppedError.Load(),
+		DroppedAQM:       c.droppedAQM.Load(),
 		LateTotal:        time.Duration(c.lateTotal.Load()),
 		LateMax:          time.Duration(c.lateMax.Load()),
 	}

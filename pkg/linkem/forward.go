@@ -30,6 +30,12 @@ type scheduled struct {
 // asks the Link when to release them and appends them to line; a writer
 // goroutine writes each to out at its release time. Release times never
 // decrease, so the delay line is a plain FIFO channel, no heap.
+//
+// With an AQM (queued), the reader hands packets to the Link's queue
+// (Link.Enqueue) and a third goroutine, the server, runs the Link's
+// bottleneck at each event's time (Link.Advance); both append the packets
+// leaving the bottleneck to line, under the Link's lock, so in release
+// order. inflight counts the packets held by the queue or the line.
 type forwarder struct {
 	link    *Link
 	in, out *os.File
@@ -38,6 +44,10 @@ type forwarder struct {
 	stop    *atomic.Bool
 	err     error // first read error that was not a shutdown; set before line closes
 	observe atomic.Pointer[Observer]
+
+	queued   bool
+	wake     chan struct{} // the reader wakes a server waiting for an event; closed when the reader ends
+	inflight atomic.Int64
 }
 
 // Observer sees every packet a direction is offered, from the reader
@@ -47,21 +57,43 @@ type forwarder struct {
 type Observer func(at time.Time, pkt []byte, accepted bool, depart time.Time)
 
 func newForwarder(link *Link, in, out *os.File, pool *sync.Pool, stop *atomic.Bool) *forwarder {
-	return &forwarder{
+	f := &forwarder{
 		link: link, in: in, out: out, pool: pool, stop: stop,
-		line: make(chan scheduled, MaxInFlight),
+		line: make(chan scheduled, MaxInFlight), queued: link.Queued(),
 	}
+	if f.queued {
+		f.wake = make(chan struct{}, 1)
+		link.setSink(f)
+	}
+	return f
 }
 
-// start runs the two goroutines; wg is done when both have ended.
+// threads is how many goroutines sleep on their own thread: the writer,
+// and the server with an AQM.
+func (f *forwarder) threads() int {
+	if f.queued {
+		return 2
+	}
+	return 1
+}
+
+// start runs the goroutines; wg is done when all have ended.
 func (f *forwarder) start(wg *sync.WaitGroup) {
 	wg.Add(2)
 	go func() { defer wg.Done(); f.read() }()
 	go func() { defer wg.Done(); f.write() }()
+	if f.queued {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.serve() }()
+	}
 }
 
 func (f *forwarder) read() {
-	defer close(f.line) // lets the writer drain and end
+	if f.queued {
+		defer close(f.wake) // the server then ends and closes the line
+	} else {
+		defer close(f.line) // lets the writer drain and end
+	}
 	for {
 		p := f.pool.Get().(*packet)
 		n, err := f.in.Read(p.buf)
@@ -73,6 +105,10 @@ func (f *forwarder) read() {
 			return
 		}
 		now := time.Now()
+		if f.queued {
+			f.enqueue(now, p, n)
+			continue
+		}
 		// Only this goroutine sends, so a full channel cannot become
 		// fuller between the check and the send below.
 		if len(f.line) == cap(f.line) {
@@ -104,6 +140,67 @@ func (f *forwarder) write() {
 				f.link.Delivered(s.p.n, late)
 			}
 		}
+		if f.queued {
+			f.inflight.Add(-1)
+		}
 		f.pool.Put(s.p)
 	}
+}
+
+// enqueue hands a packet read at now to a Link with an AQM.
+func (f *forwarder) enqueue(now time.Time, p *packet, n int) {
+	// At most MaxInFlight packets are held, so the line (of that
+	// capacity) never blocks a sender.
+	if f.inflight.Load() >= MaxInFlight {
+		f.link.Overflow(n)
+		f.pool.Put(p)
+		return
+	}
+	p.n = n
+	f.inflight.Add(1)
+	ok, wake := f.link.Enqueue(now, p.buf[:n], p)
+	if obs := f.observe.Load(); obs != nil {
+		// The writer may be writing p by now; both only read it.
+		(*obs)(now, p.buf[:n], ok, time.Time{})
+	}
+	if !ok {
+		f.inflight.Add(-1)
+		f.pool.Put(p)
+	}
+	if wake {
+		select {
+		case f.wake <- struct{}{}:
+		default: // a wakeup is already pending
+		}
+	}
+}
+
+// serve runs the bottleneck of a Link with an AQM: it sleeps until the
+// Link's next event and lets the Link process it, or waits for the reader
+// when there is none.
+func (f *forwarder) serve() {
+	lockPreciseThread()
+	defer close(f.line) // after the reader ended: nobody else sends
+	for !f.stop.Load() {
+		next := f.link.Advance(time.Now())
+		if next.IsZero() {
+			if _, ok := <-f.wake; !ok {
+				return
+			}
+			continue
+		}
+		sleepUntil(next, f.stop)
+	}
+	for range f.wake { // the reader may still send until it ends
+	}
+}
+
+// send and drop make the forwarder the Link's sink.
+func (f *forwarder) send(ref any, release time.Time) {
+	f.line <- scheduled{p: ref.(*packet), release: release}
+}
+
+func (f *forwarder) drop(ref any) {
+	f.inflight.Add(-1)
+	f.pool.Put(ref.(*packet))
 }

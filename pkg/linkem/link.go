@@ -1,6 +1,7 @@
 package linkem
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -35,6 +36,14 @@ type Link struct {
 
 	lastRelease time.Time // releases never go below this: no reordering
 
+	// Queue mode (an AQM, queued.go): the packets are held by qd until
+	// the bottleneck takes them.
+	qd      qdisc
+	pending ring[qpkt] // arrivals delayed by Overhead, not at the queue yet
+	clock   time.Time  // time of the last event processed
+	sink    sink
+	waiting bool // Advance found no event to wait for
+
 	c counters
 }
 
@@ -46,6 +55,9 @@ func NewLink(cfg DirectionConfig, now time.Time) (*Link, error) {
 	}
 	l := &Link{}
 	l.apply(cfg, now, true)
+	if cfg.AQM.Kind != DropTail {
+		l.qd = newQdisc(cfg, l.dropped)
+	}
 	return l, nil
 }
 
@@ -58,6 +70,11 @@ func (l *Link) SetConfig(cfg DirectionConfig, now time.Time) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if cfg.AQM != l.cfg.AQM || (l.qd != nil && (cfg.QueuePackets != l.cfg.QueuePackets || cfg.QueueBytes != l.cfg.QueueBytes)) {
+		// The packets an AQM holds have no departure time yet; they
+		// cannot be handed from one discipline to another.
+		return fmt.Errorf("linkem: the AQM (%+v) and its limits cannot change while the link runs; start a new path", l.cfg.AQM)
+	}
 	l.apply(cfg, now, false)
 	return nil
 }
@@ -90,10 +107,13 @@ func (l *Link) Stats() Counters { return l.c.snapshot() }
 // Offer runs a packet of size bytes arriving at now through loss, queue and
 // bottleneck. It returns whether the packet was accepted and, if so, when it
 // must be delivered. Release times never decrease from one accepted packet
-// to the next.
+// to the next. Links with an AQM take Enqueue instead.
 func (l *Link) Offer(now time.Time, size int) (release time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.qd != nil {
+		panic("linkem: Offer on a Link with an AQM; it takes Enqueue")
+	}
 	l.c.sentPackets.Add(1)
 	l.c.sentBytes.Add(uint64(size))
 
@@ -127,15 +147,7 @@ func (l *Link) Offer(now time.Time, size int) (release time.Time, ok bool) {
 		l.queueBytes += size
 	}
 
-	release = depart.Add(l.cfg.Delay)
-	if l.cfg.Jitter > 0 {
-		release = release.Add(time.Duration(l.jitterRNG.Int64N(int64(l.cfg.Jitter))))
-	}
-	if release.Before(l.lastRelease) {
-		release = l.lastRelease
-	}
-	l.lastRelease = release
-	return release, true
+	return l.release(depart), true
 }
 
 // departure is when the bottleneck finishes sending a packet arriving at now.

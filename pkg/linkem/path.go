@@ -86,11 +86,14 @@ func Start(cfg PathConfig) (*Path, error) {
 	pool := &sync.Pool{New: func() any { return &packet{buf: make([]byte, mtu)} }}
 	p.fwd = newForwarder(fwdLink, p.tun1, p.tun2, pool, &p.stop)
 	p.rev = newForwarder(revLink, p.tun2, p.tun1, pool, &p.stop)
-	reserveProcs(2)
+	reserveProcs(p.threads())
 	p.fwd.start(&p.wg)
 	p.rev.start(&p.wg)
 	return p, nil
 }
+
+// threads is how many goroutines of the path sleep on their own thread.
+func (p *Path) threads() int { return p.fwd.threads() + p.rev.threads() }
 
 func (c PathConfig) validate() error {
 	switch {
@@ -153,7 +156,7 @@ func (p *Path) Close() error {
 		p.tun1.Close()
 		p.tun2.Close()
 		p.wg.Wait()
-		releaseProcs(2)
+		releaseProcs(p.threads())
 	})
 	return errors.Join(p.fwd.err, p.rev.err)
 }

@@ -3,6 +3,7 @@ package linkem
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -305,5 +306,66 @@ func TestPathStartFailureCleansUp(t *testing.T) {
 		if !slices.Equal(l, []string{"lo"}) {
 			t.Errorf("2 s after the failed Starts %s has %v", ns, l)
 		}
+	}
+}
+
+// An AQM-configured path forwards through its queue discipline and counts
+// the AQM's drops: 1028-byte UDP packets at twice the 10 Mbit/s rate.
+func TestPathAQM(t *testing.T) {
+	needRoot(t)
+	for i, kind := range []string{RED, CoDel, FQCoDel} {
+		t.Run(kind, func(t *testing.T) {
+			ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
+			cfg := pathConfig(ns1, ns2, 31+i,
+				DirectionConfig{Rate: 10_000_000, QueuePackets: 200, Delay: time.Millisecond, Seed: 1, AQM: AQM{Kind: kind}},
+				DirectionConfig{AQM: AQM{Kind: kind}}) // unshaped: every packet passes at once
+			p := startPath(t, cfg)
+			const n = 2000
+			got, sending := udpCount(t, ns1, ns2, netip.AddrPortFrom(cfg.Addr2.Addr(), 7031), n, 1000, 2500)
+			fwd, rev := waitIdle(t, p)
+			t.Logf("sent %d in %v, received %d; fwd %+v", n, sending, got, fwd)
+			if fwd.SentPackets != n || fwd.DeliveredPackets != uint64(got) || fwd.DroppedQueue != uint64(n-got) || fwd.DroppedLoss != 0 {
+				t.Errorf("counters %+v disagree with %d sent, %d received, all drops from the queue", fwd, n, got)
+			}
+			if fwd.DroppedAQM == 0 || got < n/3 {
+				t.Errorf("%s: %d early drops, %d of %d received: want the AQM dropping and the link forwarding", kind, fwd.DroppedAQM, got, n)
+			}
+			if rev.DroppedQueue != 0 {
+				t.Errorf("the unshaped reverse direction dropped: %+v", rev)
+			}
+		})
+	}
+}
+
+// Close does not wait for the packets an AQM still holds.
+func TestPathAQMCloseWhileQueued(t *testing.T) {
+	needRoot(t)
+	ns1, ns2 := testenv.Namespace(t, "lkem"), testenv.Namespace(t, "lkem")
+	// 1 Mbit/s: 100 packets of 1028 bytes take 0.8 s to leave the queue.
+	cfg := pathConfig(ns1, ns2, 34, DirectionConfig{Rate: 1_000_000, QueuePackets: 1000, AQM: AQM{Kind: FQCoDel}}, DirectionConfig{})
+	p, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc *net.UDPConn
+	inNS(t, ns1, func() (err error) {
+		sc, err = net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.Addr2.Addr(), 7034)))
+		return err
+	})
+	defer sc.Close()
+	msg := make([]byte, 1000)
+	for range 100 {
+		sc.Write(msg)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if fwd, _ := p.Stats(); fwd.SentPackets == 0 || fwd.DeliveredPackets >= fwd.SentPackets {
+		t.Fatalf("nothing held in the queue: %+v", fwd)
+	}
+	begin := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("Close took %v with packets queued", d)
 	}
 }

@@ -71,7 +71,7 @@ func startEmulated(name, ns1, dev1 string, a1 netip.Addr, ns2, dev2 string, a2 n
 		Addr1: netip.PrefixFrom(a1, 24), Addr2: netip.PrefixFrom(a2, 24),
 		Forward: linkem.DirectionConfig{
 			Rate: int64(sh.RateBits), Delay: sh.Delay, Jitter: sh.Jitter, Overhead: sh.Overhead, Loss: sh.Loss,
-			Seed: sh.Seed, QueueBytes: queue, Trace: sh.Trace,
+			Seed: sh.Seed, QueueBytes: queue, Trace: sh.Trace, AQM: sh.AQM,
 		},
 		Reverse: linkem.DirectionConfig{Delay: sh.Delay},
 	})

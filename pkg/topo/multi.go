@@ -25,7 +25,7 @@ import (
 // same link share it. Every connection to server m then crosses server m's
 // link (RC -> server m), which is shared by everything that server
 // receives. Either kind of link is a veth pair shaped by tbf on its sending
-// side, or, with delay, loss, jitter or a trace, a pkg/linkem emulated link
+// side, or, with delay, loss, jitter, a trace or an AQM, a pkg/linkem emulated link
 // (Shaping has the details). Data flows from hosts to servers; the reverse
 // direction (ACKs) gets the same delay and nothing else.
 //

@@ -42,24 +42,26 @@ import (
 
 // Shaping of one bottleneck link (toward the server).
 //
-// Without delay, loss, jitter or a trace, the link is a veth pair shaped by
-// the kernel's tbf (rate in bits of Ethernet frames). With any of them it is
-// an emulated link (pkg/linkem, TUN devices and a forwarder in this process;
-// rate in bits of IP packets), since this kernel has no netem: the data
-// direction gets rate, queue, loss and jitter, both directions the delay.
+// Without delay, loss, jitter, a trace or an AQM, the link is a veth pair
+// shaped by the kernel's tbf (rate in bits of Ethernet frames). With any of
+// them it is an emulated link (pkg/linkem, TUN devices and a forwarder in
+// this process; rate in bits of IP packets), since this kernel has no
+// netem, red, codel or fq_codel: the data direction gets rate, queue, AQM,
+// loss and jitter, both directions the delay.
 type Shaping struct {
 	RateBits   uint64        // bits per second; 0: unshaped
-	QueueBytes uint32        // drop-tail queue limit; 0: 100 full-size packets
+	QueueBytes uint32        // queue limit; 0: 100 full-size packets
 	Delay      time.Duration // one-way, each direction
 	Loss       float64       // random loss probability, data direction
 	Jitter     time.Duration // extra random delay, never reordering
 	Overhead   time.Duration // random delay before the queue (linkem.DirectionConfig.Overhead)
 	Seed       uint64        // seeds loss and jitter
 	Trace      *linkem.Trace // a mahimahi trace instead of RateBits
+	AQM        linkem.AQM    // the queue's discipline (QueueBytes is its hard limit); zero: drop-tail
 }
 
 func (s Shaping) emulated() bool {
-	return s.Delay > 0 || s.Loss > 0 || s.Jitter > 0 || s.Overhead > 0 || s.Trace != nil
+	return s.Delay > 0 || s.Loss > 0 || s.Jitter > 0 || s.Overhead > 0 || s.Trace != nil || s.AQM.Kind != linkem.DropTail
 }
 
 // Config describes a network to build.

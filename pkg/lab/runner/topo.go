@@ -28,7 +28,7 @@ func TopoConfig(sc *scenario.Scenario, rep int, prefix string) (topo.MultiConfig
 		maxServer = max(maxServer, s.Link.Delay)
 	}
 	shaping := func(l scenario.Link, seed uint64, rtt time.Duration) (topo.Shaping, error) {
-		sh := topo.Shaping{RateBits: l.Rate, Delay: l.Delay, Loss: l.Loss, Jitter: l.Jitter, Seed: seed}
+		sh := topo.Shaping{RateBits: l.Rate, Delay: l.Delay, Loss: l.Loss, Jitter: l.Jitter, Seed: seed, AQM: l.AQM}
 		switch {
 		case l.Queue.Bytes > 0:
 			sh.QueueBytes = uint32(min(l.Queue.Bytes, 1<<30))

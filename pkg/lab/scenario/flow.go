@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/mahimahi"
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
 )
 
 func resolveLink(e *errList, name string, rl rawLink, n *yaml.Node, p, dir string) Link {
@@ -33,6 +34,12 @@ func resolveLink(e *errList, name string, rl rawLink, n *yaml.Node, p, dir strin
 	}
 	if l.Queue.BDP > 0 && l.Rate == 0 {
 		e.add(fieldNode(n, "queue"), p+".queue", "a queue in BDPs needs a rate")
+	}
+	if rl.AQM != nil {
+		l.AQM = resolveAQM(e, *rl.AQM, fieldNode(n, "aqm"), p+".aqm")
+		if l.AQM.Kind != linkem.DropTail && l.Rate == 0 && l.Trace == "" {
+			e.add(fieldNode(n, "aqm"), p+".aqm", "an AQM needs a rate or a trace: without a bottleneck nothing queues")
+		}
 	}
 	return l
 }

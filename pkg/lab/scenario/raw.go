@@ -25,12 +25,13 @@ type rawScenario struct {
 }
 
 type rawLink struct {
-	Rate   string `yaml:"rate"`
-	Delay  string `yaml:"delay"`
-	Loss   string `yaml:"loss"`
-	Jitter string `yaml:"jitter"`
-	Queue  string `yaml:"queue"`
-	Trace  string `yaml:"trace"`
+	Rate   string  `yaml:"rate"`
+	Delay  string  `yaml:"delay"`
+	Loss   string  `yaml:"loss"`
+	Jitter string  `yaml:"jitter"`
+	Queue  string  `yaml:"queue"`
+	Trace  string  `yaml:"trace"`
+	AQM    *rawAQM `yaml:"aqm"`
 }
 
 type rawMPTCP struct {
@@ -59,12 +60,18 @@ type rawPath struct {
 
 // UnmarshalYAML accepts a bare link name for a path.
 func (p *rawPath) UnmarshalYAML(n *yaml.Node) error {
+	type plain rawPath
+	return scalarOrMapping(n, &p.Link, (*plain)(p))
+}
+
+// scalarOrMapping sets *scalar to n's value when n is a scalar (the short
+// form of a field), and decodes the mapping into plain otherwise.
+func scalarOrMapping(n *yaml.Node, scalar *string, plain any) error {
 	if n.Kind == yaml.ScalarNode {
-		p.Link = n.Value
+		*scalar = n.Value
 		return nil
 	}
-	type plain rawPath
-	return n.Decode((*plain)(p))
+	return n.Decode(plain)
 }
 
 type rawFlow struct {

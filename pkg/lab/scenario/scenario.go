@@ -2,9 +2,10 @@
 // testdata/scenarios): it reads a scenario file, checks it strictly (every
 // error names the file, the line and the field) and resolves it into one
 // Scenario per case (variant x sweep value), and it parses the units
-// (ParseRate, ParseSize, durations). It needs no privileges and imports
-// neither the BPF objects nor the emulator: pkg/lab/runner runs what it
-// describes.
+// (ParseRate, ParseSize, durations). It needs no privileges and runs
+// nothing: it imports no BPF objects, and pkg/linkem only for the AQM type
+// and its checks, so a link's AQM is checked as the emulator will; pkg/lab/runner
+// runs what it describes.
 package scenario
 
 import (
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
 )
 
 // Scenario is one fully resolved experiment: a network, the congestion
@@ -42,12 +45,15 @@ type Link struct {
 	Loss   float64
 	Jitter time.Duration
 	Queue  Queue
-	Trace  string // absolute path of a mahimahi trace
+	Trace  string     // absolute path of a mahimahi trace
+	AQM    linkem.AQM // the queue's discipline; Queue is its hard limit
 }
 
 // Emulated reports whether the link needs the user-space emulator (delay,
-// loss, jitter or a trace), rather than a veth with tbf.
-func (l Link) Emulated() bool { return l.Delay > 0 || l.Loss > 0 || l.Jitter > 0 || l.Trace != "" }
+// loss, jitter, a trace or an AQM), rather than a veth with tbf.
+func (l Link) Emulated() bool {
+	return l.Delay > 0 || l.Loss > 0 || l.Jitter > 0 || l.Trace != "" || l.AQM.Kind != linkem.DropTail
+}
 
 // Server is a receiving host behind its own link.
 type Server struct {

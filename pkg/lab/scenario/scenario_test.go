@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
 )
 
 func TestUnits(t *testing.T) {
@@ -137,6 +139,47 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+func TestParseAQM(t *testing.T) {
+	const doc = `
+name: q
+links:
+  a: {rate: 10Mbit, delay: 10ms, queue: 100pkt, aqm: red}
+  b: {rate: 10Mbit, aqm: {kind: fq_codel, target: 10ms, interval: 200ms, flows: 64, quantum: 300}}
+  c: {rate: 10Mbit, aqm: {kind: red, min_th: 10, max_p: 0.2}}
+servers:
+  s: {}
+hosts:
+  h: {paths: [a, b, c]}
+flows:
+  f: {from: h, to: s, cc: lia, duration: 5s}
+sweep:
+  set: [links.a.aqm]
+  values: [droptail, codel]
+`
+	f, err := Parse("q.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) != 2 {
+		t.Fatalf("%d cases, want one per aqm", len(f.Cases))
+	}
+	a0, a1 := f.Cases[0].Scenario.Links[0], f.Cases[1].Scenario.Links[0]
+	if a0.AQM != (linkem.AQM{}) || a0.Emulated() != true || a1.AQM != (linkem.AQM{Kind: linkem.CoDel}) {
+		t.Errorf("sweep over links.a.aqm: %+v, %+v", a0.AQM, a1.AQM)
+	}
+	l := f.Cases[0].Scenario.Links
+	if want := (linkem.AQM{Kind: linkem.FQCoDel, Target: 10 * time.Millisecond, Interval: 200 * time.Millisecond, Flows: 64, Quantum: 300}); l[1].AQM != want {
+		t.Errorf("link b: %+v, want %+v", l[1].AQM, want)
+	}
+	if want := (linkem.AQM{Kind: linkem.RED, MinTh: 10, MaxP: 0.2}); l[2].AQM != want {
+		t.Errorf("link c: %+v, want %+v", l[2].AQM, want)
+	}
+	// An AQM alone makes the link emulated: tbf cannot do it.
+	if !(Link{Rate: 1e6, AQM: linkem.AQM{Kind: linkem.RED}}).Emulated() || (Link{Rate: 1e6}).Emulated() {
+		t.Error("Emulated does not follow the AQM")
+	}
+}
+
 // badEdits turn the good scenario into a bad one ("from->to") and list
 // what the error must say; FuzzParse starts from them too.
 var badEdits = []struct {
@@ -171,6 +214,12 @@ var badEdits = []struct {
 	{"sample", "sample: 50ms->sample: 1ms", []string{"record.sample"}},
 	{"no name", "name: t->description: t", []string{"name", "required"}},
 	{"bad sysctl", "record:->sysctls: [tcp_wmem]\nrecord:", []string{"sysctls[0]", "key=value"}},
+	{"aqm kind", "b: {rate: 5Mbit}->b: {rate: 5Mbit, aqm: pie}", []string{"x.yaml:5", "links.b.aqm", "want droptail, red, codel or fq_codel"}},
+	{"aqm without a bottleneck", "s: {link: {rate: 20Mbit}}->s: {link: {delay: 5ms, aqm: codel}}", []string{"servers.s.link.aqm", "needs a rate or a trace"}},
+	{"aqm thresholds", "b: {rate: 5Mbit}->b: {rate: 5Mbit, aqm: {kind: red, min_th: 20, max_th: 10}}", []string{"links.b.aqm", "max_th 10 must be above min_th 20"}},
+	{"aqm field typo", "b: {rate: 5Mbit}->b: {rate: 5Mbit, aqm: {kind: codel, taget: 5ms}}", []string{"links.b.aqm.taget", "unknown field", `did you mean "target"`}},
+	{"aqm parameter of another kind", "b: {rate: 5Mbit}->b: {rate: 5Mbit, aqm: {kind: codel, max_p: 0.2}}", []string{"links.b.aqm", "codel takes target and interval"}},
+	{"aqm duration", "b: {rate: 5Mbit}->b: {rate: 5Mbit, aqm: {kind: fq_codel, target: 5}}", []string{"links.b.aqm.target", "duration"}},
 }
 
 // applyEdit returns the good scenario with edit ("from->to") applied.
