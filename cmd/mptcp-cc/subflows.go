@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"flag"
 	"fmt"
 	"io"
@@ -78,7 +79,7 @@ func subflowTable(out io.Writer, subs []stats.Subflow) error {
 		scheduled = scheduled || subs[i].Sched != nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "TOKEN\tSF\tCC\tLOCAL\tREMOTE\tSTATE\tCWND\tSSTHRESH\tSRTT\tMINRTT\tINFLIGHT\tDELIVERED\tLOST\tRETRANS\tCOUPLED\t")
+	fmt.Fprint(tw, "TOKEN\tSF\tCC\tLOCAL\tREMOTE\tSTATE\tCWND\tSSTHRESH\tSRTT\tMINRTT\tINFLIGHT\tDELIVERED\tLOST\tRETRANS\tCOUPLED\tPATHS\t")
 	if scheduled {
 		fmt.Fprint(tw, "SCHED\tSENDS\tREINJECTS\tBURST\t")
 	}
@@ -88,9 +89,9 @@ func subflowTable(out io.Writer, subs []stats.Subflow) error {
 		if s.MPTCP {
 			token = fmt.Sprintf("%08x", s.Token)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s=%.3f\t",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s=%.3f\t%d\t",
 			token, s.SubflowID, s.CC, s.Local, s.Remote, subflowState(s), s.Cwnd, stats.FormatSsthresh(s.Ssthresh),
-			ms(s.SRTT), ms(s.MinRTT), s.InFlight, s.Delivered, s.Lost, s.Retrans, s.CoupledName, s.Coupled)
+			ms(s.SRTT), minRTT(s.MinRTT), s.InFlight, s.Delivered, s.Lost, s.Retrans, s.CoupledName, s.Coupled, s.Paths)
 		if sc := s.Sched; sc != nil {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t", sc.Name, sc.Sends, sc.Retrans, schedBytes(sc.BurstBytes))
 		} else if scheduled {
@@ -126,6 +127,15 @@ func schedBytes(b uint64) string {
 		return fmt.Sprintf("%.1fKiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", b)
+}
+
+// minRTT is "-" until the kernel has a sample: its min_rtt filter starts
+// at ~0U microseconds.
+func minRTT(d time.Duration) string {
+	if d >= time.Duration(math.MaxUint32)*time.Microsecond {
+		return "-"
+	}
+	return ms(d)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

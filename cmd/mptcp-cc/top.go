@@ -252,6 +252,9 @@ func renderTop(w *bytes.Buffer, f events.Frame, sortBy string, interval time.Dur
 		if c.SubflowsSeen > len(c.Subflows) {
 			subs = fmt.Sprintf("%d/%d sf", len(c.Subflows), c.SubflowsSeen)
 		}
+		if c.Token != "" {
+			subs += fmt.Sprintf(", %d coupled", c.CoupledPaths)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t\t\t\t%d\t\t%s\t%s\t\t%d\t%d\t%s\t%s\t",
 			token, c.CC, subs, c.Cwnd, srtt, topRate(c.Rate), c.Lost, c.Retrans, topCoupled(c.CoupledName, c.Coupled), topAge(c.Created, f.Time))
 		if controlled {

@@ -42,6 +42,10 @@ type ConnRow struct {
 	Retrans     uint64       `json:"retrans_segments"`
 	Coupled     float64      `json:"coupled"` // from the most recently updated subflow
 	CoupledName string       `json:"coupled_name"`
+	// CoupledPaths is how many subflows the algorithm coupled at the
+	// most recently updated subflow's last window increase: 1 for a
+	// connection of one subflow, which runs as its plain TCP equivalent.
+	CoupledPaths uint32 `json:"coupled_paths"`
 	// From the events (zero without them):
 	Created    time.Time `json:"created,omitzero"`
 	ServerSide bool      `json:"server_side"`
@@ -236,7 +240,7 @@ func (s *Sampler) Frame(subs []stats.Subflow, st *State, now time.Time) Frame {
 			c.Lost += r.Lost
 			c.Retrans += r.Retrans
 			if j == 0 || r.UpdatedNs > newest {
-				newest, c.Coupled = r.UpdatedNs, r.Coupled
+				newest, c.Coupled, c.CoupledPaths = r.UpdatedNs, r.Coupled, r.Paths
 			}
 		}
 	}
