@@ -40,12 +40,12 @@
  * State (all on send decisions; reinjections leave it alone):
  *   w[0]       snd_nxt at the last send decision
  *   w[1]       the kernel id of the subflow it picked (0: none)
- *   w[2]       bit k: slot k had window room then
- *   w[3 + k]   slot k, k < 8: (subflow id << 32) | credit as s32 bytes;
- *              0 is a free slot. A subflow keeps its slot while it is in
- *              the connection's list (list positions shift when one
- *              closes; ids do not); a new one takes the first free slot
- *              with credit 0.
+ *   w[2]       bit i: sf[i] had window room then
+ *   w[3 + i]   sf[i]'s (subflow id << 32) | credit as s32 bytes, i < 8.
+ *              Each decision first carries the words (and the room bits)
+ *              to the subflows' current list positions by id: list
+ *              positions shift when a subflow closes, ids do not. A
+ *              closed subflow's word goes, a new one starts at credit 0.
  *
  * Fixed point: none. Credits are whole bytes, weights integers; B * weight
  * < 2^18 * 2^32 and W < 2^35 fit in 64 bits.
@@ -59,156 +59,143 @@
 #include "sched_pick.h"
 
 #define WEIGHTED_DEFAULT_WEIGHT 1
-#define WEIGHTED_NAMED_ENDPOINTS 5     /* arg1..arg5 */
 #define WEIGHTED_CHARGE_MAX (256 << 10) /* bytes charged per decision at most: four of the kernel's largest pushes */
 /* Credits stay within a few charges of zero (the largest credit is the
  * one spent); this bound only keeps an s32 from wrapping. */
 #define WEIGHTED_CREDIT_MAX (1 << 30)
-#define WEIGHTED_SLOTS SCHED_MAX_SUBFLOWS
 #define WEIGHTED_SLOT0 3
 
-static __always_inline __u64 weighted_weight(const struct mpsch_params *p, __u32 endpoint)
+/* The weight of a subflow from endpoint e; the arg is picked by value, not
+ * by index, which keeps the verifier's path count low. */
+static __always_inline __u64 weighted_weight(const struct mpsch_params *p, __u32 e)
 {
-	__u32 def = sched_arg(p, 0, WEIGHTED_DEFAULT_WEIGHT);
+	__u32 def = sched_arg(p, 0, WEIGHTED_DEFAULT_WEIGHT), v = 0;
 
-	if (endpoint >= 1 && endpoint <= WEIGHTED_NAMED_ENDPOINTS)
-		return sched_arg(p, endpoint, def);
-	return def;
+	if (e == 1)
+		v = p->arg[1];
+	else if (e == 2)
+		v = p->arg[2];
+	else if (e == 3)
+		v = p->arg[3];
+	else if (e == 4)
+		v = p->arg[4];
+	else if (e == 5)
+		v = p->arg[5];
+	return v ? v : def;
 }
 
-static __always_inline __u32 slot_id(const struct mpsch_state *s, int k)
+static __always_inline __u32 slot_id(const struct mpsch_state *s, int i)
 {
-	return (__u32)(s->w[WEIGHTED_SLOT0 + k] >> 32);
+	return (__u32)(s->w[WEIGHTED_SLOT0 + i] >> 32);
 }
 
-static __always_inline __s64 slot_credit(const struct mpsch_state *s, int k)
+static __always_inline __s64 slot_credit(const struct mpsch_state *s, int i)
 {
-	return (__s32)(__u32)s->w[WEIGHTED_SLOT0 + k];
+	return (__s32)(__u32)s->w[WEIGHTED_SLOT0 + i];
 }
 
-static __always_inline void slot_set(struct mpsch_state *s, int k, __u32 id, __s64 credit)
+static __always_inline void slot_set(struct mpsch_state *s, int i, __u32 id, __s64 credit)
 {
 	if (credit > WEIGHTED_CREDIT_MAX)
 		credit = WEIGHTED_CREDIT_MAX;
 	if (credit < -WEIGHTED_CREDIT_MAX)
 		credit = -WEIGHTED_CREDIT_MAX;
-	s->w[WEIGHTED_SLOT0 + k] = (__u64)id << 32 | (__u32)(__s32)credit;
+	s->w[WEIGHTED_SLOT0 + i] = (__u64)id << 32 | (__u32)(__s32)credit;
 }
 
-/* Free the slots of subflows that left, then give each subflow its slot
- * (slot[i] for sf[i]). */
-static __always_inline void weighted_slots(const struct mpsch_conn *c, struct mpsch_state *s, int *slot)
+/* Carry each subflow's word and room bit to its current list position. */
+static __always_inline void weighted_align(const struct mpsch_conn *c, struct mpsch_state *s)
 {
-	for (int k = 0; k < WEIGHTED_SLOTS; k++) {
-		__u32 id = slot_id(s, k);
-		bool here = false;
+	__u64 words[SCHED_MAX_SUBFLOWS], room = 0;
 
-		if (!id)
-			continue;
-		for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
-			if (i >= c->n)
-				break;
-			if (c->sf[i].id == id)
-				here = true;
-		}
-		if (!here) {
-			s->w[WEIGHTED_SLOT0 + k] = 0;
-			s->w[2] &= ~(1ull << k);
-		}
-	}
 	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
-		int found = -1, free = -1;
+		__u64 v = 0;
 
-		if (i >= c->n)
-			break;
-		for (int k = 0; k < WEIGHTED_SLOTS; k++) {
-			__u32 id = slot_id(s, k);
+		if (i < c->n) {
+			__u32 id = c->sf[i].id;
 
-			if (id && id == c->sf[i].id)
-				found = k;
-			if (!id && free < 0)
-				free = k;
+			v = (__u64)id << 32;
+			for (int k = 0; k < SCHED_MAX_SUBFLOWS; k++) {
+				if (slot_id(s, k) == id) {
+					v = s->w[WEIGHTED_SLOT0 + k];
+					room |= ((s->w[2] >> k) & 1) << i;
+				}
+			}
 		}
-		if (found < 0 && free >= 0) {
-			slot_set(s, free, c->sf[i].id, 0);
-			found = free;
-		}
-		slot[i] = found;
+		words[i] = v;
 	}
+	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++)
+		s->w[WEIGHTED_SLOT0 + i] = words[i];
+	s->w[2] = room;
 }
 
 /* Charge the bytes pushed since the last send decision to the subflow
  * picked then, zero-sum over those that had room then. */
 static __always_inline void weighted_charge(const struct mpsch_conn *c, struct mpsch_state *s,
-					    const int *slot, const struct mpsch_params *p)
+					    const struct mpsch_params *p)
 {
+	__u32 last = (__u32)s->w[1];
 	__u64 b, total = 0, gained = 0;
-	int last = -1;
+	bool found = false;
 
-	if (!s->w[1] || c->snd_nxt <= s->w[0])
+	if (!last || c->snd_nxt <= s->w[0])
 		return;
 	b = c->snd_nxt - s->w[0];
 	if (b > WEIGHTED_CHARGE_MAX)
 		b = WEIGHTED_CHARGE_MAX;
 	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
-		int k;
-
 		if (i >= c->n)
 			break;
-		k = slot[i];
-		if (k < 0 || k >= WEIGHTED_SLOTS)
-			continue;
-		if (c->sf[i].id == (__u32)s->w[1])
-			last = i;
-		if (c->sf[i].id == (__u32)s->w[1] || s->w[2] & (1ull << k))
+		if (c->sf[i].id == last)
+			found = true;
+		if (c->sf[i].id == last || (s->w[2] >> i) & 1)
 			total += weighted_weight(p, c->sf[i].endpoint);
 	}
-	if (last < 0 || last >= SCHED_MAX_SUBFLOWS || !total)
+	if (!found || !total)
 		return;
 	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
 		__u64 gain;
-		int k;
 
 		if (i >= c->n)
 			break;
-		k = slot[i];
-		if (i == last || k < 0 || k >= WEIGHTED_SLOTS || !(s->w[2] & (1ull << k)))
+		if (c->sf[i].id == last || !((s->w[2] >> i) & 1))
 			continue;
 		gain = b * weighted_weight(p, c->sf[i].endpoint) / total;
-		slot_set(s, k, c->sf[i].id, slot_credit(s, k) + (__s64)gain);
+		slot_set(s, i, c->sf[i].id, slot_credit(s, i) + (__s64)gain);
 		gained += gain;
 	}
-	if (slot[last] >= 0 && slot[last] < WEIGHTED_SLOTS)
-		slot_set(s, slot[last], c->sf[last].id, slot_credit(s, slot[last]) - (__s64)gained);
+	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
+		if (i >= c->n)
+			break;
+		if (c->sf[i].id == last)
+			slot_set(s, i, last, slot_credit(s, i) - (__s64)gained);
+	}
 }
 
 __noinline int algo_send(const struct mpsch_conn *c, struct mpsch_state *s, struct mpsch_out *o)
 {
 	const struct mpsch_params *p = sched_params();
-	int slot[SCHED_MAX_SUBFLOWS];
-	__u64 room = 0;
 	__s64 best_credit = 0;
+	__u64 room = 0;
 	int best = -1;
 	__u32 tier;
 
 	if (!c || !s || !o)
 		return 0;
-	weighted_slots(c, s, slot);
-	weighted_charge(c, s, slot, p);
+	weighted_align(c, s);
+	weighted_charge(c, s, p);
 	tier = sched_tier(c);
 	for (int i = 0; i < SCHED_MAX_SUBFLOWS; i++) {
 		const struct mpsch_sf *f;
 		__s64 credit;
-		int k;
 
 		if (i >= c->n)
 			break;
 		f = &c->sf[i];
-		k = slot[i];
-		if (k < 0 || k >= WEIGHTED_SLOTS || !sf_in_tier(f, tier) || !sf_space(f))
+		if (!sf_in_tier(f, tier) || !sf_space(f))
 			continue;
-		room |= 1ull << k;
-		credit = slot_credit(s, k);
+		room |= 1ull << i;
+		credit = slot_credit(s, i);
 		if (best < 0 || credit > best_credit) {
 			best = i;
 			best_credit = credit;

@@ -12,7 +12,7 @@ type Weighted struct{ Args Args }
 // The constants of weighted.bpf.c.
 const (
 	weightedDefaultWeight  = 1
-	weightedNamedEndpoints = 5
+	weightedNamedEndpoints = 5 // arg1..arg5
 	weightedChargeMax      = 256 << 10
 	weightedCreditMax      = 1 << 30
 	weightedSlot0          = 3
@@ -29,112 +29,92 @@ func (m Weighted) Weight(e uint32) uint64 {
 	return uint64(def)
 }
 
-func slotID(s *State, k int) uint32 { return uint32(s.W[weightedSlot0+k] >> 32) }
+func slotID(s *State, i int) uint32 { return uint32(s.W[weightedSlot0+i] >> 32) }
 
-func slotCredit(s *State, k int) int64 { return int64(int32(uint32(s.W[weightedSlot0+k]))) }
+func slotCredit(s *State, i int) int64 { return int64(int32(uint32(s.W[weightedSlot0+i]))) }
 
-func slotSet(s *State, k int, id uint32, credit int64) {
+func slotSet(s *State, i int, id uint32, credit int64) {
 	credit = min(max(credit, -weightedCreditMax), weightedCreditMax)
-	s.W[weightedSlot0+k] = uint64(id)<<32 | uint64(uint32(int32(credit)))
+	s.W[weightedSlot0+i] = uint64(id)<<32 | uint64(uint32(int32(credit)))
 }
 
-// slots frees the slots of subflows that left and gives each subflow its
-// slot (-1 only if none is free, which 8 slots for 8 subflows rule out).
-func weightedSlots(c *Conn, s *State) [MaxSubflows]int {
-	n := min(int(c.N), MaxSubflows)
-	for k := range MaxSubflows {
-		id := slotID(s, k)
-		if id == 0 {
+// weightedAlign carries each subflow's word and room bit to its current
+// list position.
+func weightedAlign(c *Conn, s *State) {
+	var words [MaxSubflows]uint64
+	var room uint64
+	for i := range MaxSubflows {
+		if i >= int(c.N) {
 			continue
 		}
-		here := false
-		for i := range n {
-			if c.Sf[i].Id == id {
-				here = true
-			}
-		}
-		if !here {
-			s.W[weightedSlot0+k] = 0
-			s.W[2] &^= 1 << k
-		}
-	}
-	var slot [MaxSubflows]int
-	for i := range n {
-		found, free := -1, -1
+		id := c.Sf[i].Id
+		words[i] = uint64(id) << 32
 		for k := range MaxSubflows {
-			id := slotID(s, k)
-			if id != 0 && id == c.Sf[i].Id {
-				found = k
-			}
-			if id == 0 && free < 0 {
-				free = k
+			if slotID(s, k) == id {
+				words[i] = s.W[weightedSlot0+k]
+				room |= (s.W[2] >> k & 1) << i
 			}
 		}
-		if found < 0 && free >= 0 {
-			slotSet(s, free, c.Sf[i].Id, 0)
-			found = free
-		}
-		slot[i] = found
 	}
-	return slot
+	for i := range MaxSubflows {
+		s.W[weightedSlot0+i] = words[i]
+	}
+	s.W[2] = room
 }
 
 // charge bills the bytes pushed since the last send decision to the
 // subflow picked then, zero-sum over those that had room then.
-func (m Weighted) charge(c *Conn, s *State, slot [MaxSubflows]int) {
-	if s.W[1] == 0 || c.SndNxt <= s.W[0] {
+func (m Weighted) charge(c *Conn, s *State) {
+	last := uint32(s.W[1])
+	if last == 0 || c.SndNxt <= s.W[0] {
 		return
 	}
 	b := min(c.SndNxt-s.W[0], weightedChargeMax)
 	n := min(int(c.N), MaxSubflows)
-	lastID := uint32(s.W[1])
-	last := -1
+	had := func(i int) bool { return s.W[2]>>i&1 != 0 }
+	found := false
 	var total, gained uint64
 	for i := range n {
-		k := slot[i]
-		if k < 0 {
-			continue
+		if c.Sf[i].Id == last {
+			found = true
 		}
-		if c.Sf[i].Id == lastID {
-			last = i
-		}
-		if c.Sf[i].Id == lastID || s.W[2]&(1<<k) != 0 {
+		if c.Sf[i].Id == last || had(i) {
 			total += m.Weight(c.Sf[i].Endpoint)
 		}
 	}
-	if last < 0 || total == 0 {
+	if !found || total == 0 {
 		return
 	}
 	for i := range n {
-		k := slot[i]
-		if i == last || k < 0 || s.W[2]&(1<<k) == 0 {
+		if c.Sf[i].Id == last || !had(i) {
 			continue
 		}
 		gain := b * m.Weight(c.Sf[i].Endpoint) / total
-		slotSet(s, k, c.Sf[i].Id, slotCredit(s, k)+int64(gain))
+		slotSet(s, i, c.Sf[i].Id, slotCredit(s, i)+int64(gain))
 		gained += gain
 	}
-	if k := slot[last]; k >= 0 {
-		slotSet(s, k, c.Sf[last].Id, slotCredit(s, k)-int64(gained))
+	for i := range n {
+		if c.Sf[i].Id == last {
+			slotSet(s, i, last, slotCredit(s, i)-int64(gained))
+		}
 	}
 }
 
 func (m Weighted) Send(c *Conn, s *State) Out {
 	var o Out
-	slot := weightedSlots(c, s)
-	m.charge(c, s, slot)
+	weightedAlign(c, s)
+	m.charge(c, s)
 	t := tier(c)
 	best := -1
 	var bestCredit int64
 	var room uint64
 	for i := 0; i < int(c.N) && i < MaxSubflows; i++ {
 		f := &c.Sf[i]
-		k := slot[i]
-		if k < 0 || !inTier(f, t) || space(f) == 0 {
+		if !inTier(f, t) || space(f) == 0 {
 			continue
 		}
-		room |= 1 << k
-		if cr := slotCredit(s, k); best < 0 || cr > bestCredit {
+		room |= 1 << i
+		if cr := slotCredit(s, i); best < 0 || cr > bestCredit {
 			best, bestCredit = i, cr
 		}
 	}

@@ -183,6 +183,21 @@ func TestWeightedSlotsAndRewind(t *testing.T) {
 	}
 }
 
+// When a subflow before it in the list closes, a subflow keeps its credit
+// and its room bit at its new position.
+func TestWeightedFollowsIDsNotPositions(t *testing.T) {
+	var s State
+	slotSet(&s, 0, 4, 500)
+	slotSet(&s, 1, 7, -300)
+	s.W[2] = 0b10
+	c := mkConn(mkSF(7, 1000, 100, 0), mkSF(8, 1000, 100, 0))
+	weightedAlign(c, &s)
+	if slotID(&s, 0) != 7 || slotCredit(&s, 0) != -300 || slotID(&s, 1) != 8 || slotCredit(&s, 1) != 0 || s.W[2] != 0b01 {
+		t.Fatalf("slots (%d %d) (%d %d), room %b; want (7 -300) (8 0), room 01",
+			slotID(&s, 0), slotCredit(&s, 0), slotID(&s, 1), slotCredit(&s, 1), s.W[2])
+	}
+}
+
 func TestNewWeighted(t *testing.T) {
 	m, err := New("weighted", Args{2, 0, 7})
 	if err != nil {
