@@ -126,6 +126,24 @@ static __always_inline void sched_fill(struct mptcp_subflow_context *sf, struct 
 		f->flags |= SCHED_SF_SS;
 }
 
+/* The endpoint a subflow's local address came from: its local id, except
+ * for the initial subflow, which the kernel gives local id 0 whatever its
+ * address and whose endpoint (if its address is one) it keeps in
+ * msk->mpc_endpoint_id. So an operator's endpoint id names the same path
+ * whether or not the connection started on it. 0: no endpoint (-1 is a
+ * local id not assigned yet). */
+static __always_inline __u32 sched_endpoint(const struct mptcp_sock *msk,
+					    const struct mptcp_subflow_context *sf)
+{
+	int id = sf->local_id;
+
+	if (id > 0)
+		return id;
+	if (id == 0 && bpf_core_field_exists(msk->mpc_endpoint_id))
+		return msk->mpc_endpoint_id;
+	return 0;
+}
+
 static __always_inline void sched_collect(struct mptcp_sock *msk, struct mpsch_conn *c, __u32 retrans)
 {
 	struct mptcp_subflow_context *sf;
@@ -141,6 +159,7 @@ static __always_inline void sched_collect(struct mptcp_sock *msk, struct mpsch_c
 		if (n >= SCHED_MAX_SUBFLOWS)
 			break;
 		sched_fill(sf, &c->sf[n]);
+		c->sf[n].endpoint = sched_endpoint(msk, sf);
 		n++;
 	}
 	c->n = n;

@@ -40,7 +40,7 @@ struct mpsch_sf {
 	__u32 notsent;     /* bytes queued on the subflow, not yet sent */
 	__u32 rate_delivered; /* last delivery-rate sample: packets delivered... */
 	__u32 rate_interval_us; /* ...over this interval (0: no sample yet) */
-	__u32 pad;
+	__u32 endpoint;    /* the path manager's id of its local address (`ip mptcp endpoint`); 0: none */
 	__u64 pacing_rate; /* bytes per second (sk_pacing_rate) */
 	__u64 delivered;   /* packets delivered since the subflow began */
 	__u64 bytes_acked; /* bytes acked since the subflow began */
@@ -113,4 +113,5 @@ enum mpsch_algo {
 	SCHED_ECF = 5,
 	SCHED_DAPS = 6,
 	SCHED_PAPD = 7,
+	SCHED_WEIGHTED = 8,
 };

@@ -88,6 +88,9 @@ bpf/sched/NAME.bpf.c explain them):
   papd   0: congestion-avoidance period, in RTT_max (default 4)
          1: multipath wins at rate >= best * arg1 / 1024 (default 1024)
          2: best-path periods between multipath re-probes (default 8)
+  weighted
+         0: weight of a subflow whose endpoint has none below (default 1)
+         1-5: weight of MPTCP endpoint 1-5 (` + "`ip mptcp endpoint show`" + `; default arg0)
   minrtt, redundant and ecf have none.`
 
 func cmdSchedLoad(fs *flag.FlagSet) cli.Action {

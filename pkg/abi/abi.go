@@ -106,6 +106,7 @@ const (
 	SchedECF       = uint32(abiMpschAlgoSCHED_ECF)
 	SchedDAPS      = uint32(abiMpschAlgoSCHED_DAPS)
 	SchedPAPD      = uint32(abiMpschAlgoSCHED_PAPD)
+	SchedWeighted  = uint32(abiMpschAlgoSCHED_WEIGHTED)
 )
 
 // SchedSubflow.Flags (enum mpsch_sf_flag).

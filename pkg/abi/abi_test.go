@@ -119,7 +119,8 @@ func TestEnumValues(t *testing.T) {
 		"mpcc_trace_kind":   {"MPCC_TRACE_AVOID": TraceAvoid, "MPCC_TRACE_LOSS": TraceLoss, "MPCC_TRACE_LISA": TraceLISA},
 		"mpcc_trace_flag":   {"MPCC_TRACE_F_REDUCING": TraceReducing},
 		"mpsch_algo": {"SCHED_MINRTT": SchedMinRTT, "SCHED_RR": SchedRR, "SCHED_REDUNDANT": SchedRedundant,
-			"SCHED_BLEST": SchedBLEST, "SCHED_ECF": SchedECF, "SCHED_DAPS": SchedDAPS, "SCHED_PAPD": SchedPAPD},
+			"SCHED_BLEST": SchedBLEST, "SCHED_ECF": SchedECF, "SCHED_DAPS": SchedDAPS, "SCHED_PAPD": SchedPAPD,
+			"SCHED_WEIGHTED": SchedWeighted},
 		"mpsch_sf_flag": {"SCHED_SF_ACTIVE": SchedSFActive, "SCHED_SF_BACKUP": SchedSFBackup,
 			"SCHED_SF_MEMFREE": SchedSFMemFree, "SCHED_SF_SS": SchedSFSlowStart},
 	} {

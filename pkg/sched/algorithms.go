@@ -36,6 +36,7 @@ var algorithms = []Algorithm{
 	{Name: "ecf", ID: abi.SchedECF, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)", spec: loadEcf},
 	{Name: "daps", ID: abi.SchedDAPS, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)", spec: loadDaps},
 	{Name: "papd", ID: abi.SchedPAPD, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)", spec: loadPapd},
+	{Name: "weighted", ID: abi.SchedWeighted, Summary: "new data split by operator-given weights per endpoint among the subflows with window space", spec: loadWeighted},
 }
 
 // Algorithms returns every scheduler, in a stable order.

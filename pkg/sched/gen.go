@@ -10,3 +10,4 @@ package sched
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types ecf ../../bpf/sched/ecf.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types daps ../../bpf/sched/daps.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types papd ../../bpf/sched/papd.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types weighted ../../bpf/sched/weighted.bpf.c

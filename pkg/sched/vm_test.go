@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -12,11 +13,22 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
 )
 
+// guestEnv narrows TestInVM to some TestGuest* functions: a regexp of the
+// names after "TestGuest" (MPTCP_CC_SCHED_GUEST=Weighted runs
+// TestGuestWeighted alone), for working on one scheduler without the
+// others' minutes in the emulated VM.
+const guestEnv = "MPTCP_CC_SCHED_GUEST"
+
 // TestInVM boots the test kernel (the only one here with the BPF scheduler
-// hook) once and runs every TestGuest* of this package inside it.
+// hook) once and runs every TestGuest* of this package inside it, or those
+// guestEnv names.
 func TestInVM(t *testing.T) {
 	testenv.RequireRoot(t)
-	vmtest.RunTests(t, "^TestGuest", 9*time.Minute)
+	pattern := "^TestGuest"
+	if p := os.Getenv(guestEnv); p != "" {
+		pattern = "^TestGuest(" + p + ")$"
+	}
+	vmtest.RunTests(t, pattern, 9*time.Minute)
 }
 
 // load loads algo under a unique name and unloads it at cleanup.

@@ -19,6 +19,8 @@ func New(name string, args Args) (Scheduler, error) {
 		return NewDAPS(args), nil
 	case "papd":
 		return NewPAPD(args), nil
+	case "weighted":
+		return Weighted{Args: args}, nil
 	}
 	return nil, fmt.Errorf("no model of scheduler %q", name)
 }
