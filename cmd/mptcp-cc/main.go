@@ -37,7 +37,7 @@ var app = (&cli.App{
 				Required: []string{"cgroup"}, Flags: cmdPolicyDetach},
 			{Name: "list", Summary: "show every policy, its rules and what they did", Flags: cmdPolicyList},
 		}},
-		{Name: "sched", Summary: "MPTCP packet schedulers (BPF; kernels with the hook): load, list, use, unload", Help: schedHelp, Sub: []cli.Command{
+		{Name: "sched", Summary: "MPTCP packet schedulers (BPF): load, list, use, unload; " + sched.Experimental, Help: schedHelp, Sub: []cli.Command{
 			{Name: "list", Summary: "show this build's schedulers, the loaded ones with their counters, the kernel's, and each network namespace's",
 				Flags: cmdSchedList},
 			{Name: "load", Summary: "register a scheduler with the kernel (stays after exit)",

@@ -16,12 +16,17 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
-const schedHelp = `A packet scheduler decides which subflow of an MPTCP connection sends the
+// schedHelp and schedLoadHelp say first what sched.Experimental says.
+const schedHelp = `Experimental: needs a kernel with the BPF MPTCP scheduler hook
+(mptcp_net-next's export branch), which no released Linux has (checked
+through 7.3); ` + "`mptcp-cc version`" + ` says whether this kernel has it. Without it
+` + "`sched load`" + ` refuses, naming what is missing, and ` + "`sched list`" + ` and
+` + "`sched use`" + ` work with the kernel's own schedulers only.
+
+A packet scheduler decides which subflow of an MPTCP connection sends the
 next data. The kernel offers those in net.mptcp.available_schedulers
 ("default" is its own) and gives new connections of a network namespace the
-one net.mptcp.scheduler names. Registering a BPF scheduler needs a kernel
-with the BPF hook for MPTCP schedulers, which no released Linux has yet
-(sched load says where it exists).`
+one net.mptcp.scheduler names.`
 
 // schedRootFlag is where the schedulers are pinned (flag name: bpffs for
 // the sched commands, sched-bpffs beside another root).
@@ -77,7 +82,10 @@ func (a *schedArgs) Set(s string) error {
 	return nil
 }
 
-const schedLoadHelp = `The scheduler may also be given as the argument:
+const schedLoadHelp = `Experimental: needs a kernel with the BPF MPTCP scheduler hook
+(mptcp_net-next's export branch); ` + "`mptcp-cc version`" + ` says whether this one has it.
+
+The scheduler may also be given as the argument:
 ` + "`mptcp-cc sched load minrtt`" + ` is ` + "`mptcp-cc sched load --algo minrtt`" + `.
 
 Tunables, --arg INDEX=VALUE (0 keeps the default; docs/schedulers.md and
@@ -206,7 +214,11 @@ type schedList struct {
 	Loaded     []schedLoaded `json:"loaded"`
 	Available  []string      `json:"available"` // in the caller's namespace
 	Netns      []schedNetns  `json:"netns"`
-	errs       []error
+	// Hook: this kernel can register our schedulers (the BPF MPTCP
+	// scheduler hook); NoHook says why it cannot.
+	Hook   bool   `json:"hook"`
+	NoHook string `json:"no_hook,omitempty"`
+	errs   []error
 }
 
 type schedAlgo struct {
@@ -240,6 +252,11 @@ type schedNetns struct {
 // is named in errs, the rest is kept.
 func readSchedList(root string) schedList {
 	var l schedList
+	if err := sched.CheckHook(); err != nil {
+		l.NoHook = err.Error()
+	} else {
+		l.Hook = true
+	}
 	loaded, err := sched.List(root)
 	if err != nil {
 		l.errs = append(l.errs, needsRoot(err, root))
@@ -341,9 +358,14 @@ func printSchedList(out io.Writer, l schedList) error {
 		return err
 	}
 	fmt.Fprintln(out)
-	if len(l.Loaded) == 0 {
+	switch {
+	case !l.Hook:
+		// Suggest nothing that cannot work here.
+		fmt.Fprintf(out, "schedulers cannot be loaded here: %s\n", l.NoHook)
+	case len(l.Loaded) == 0:
 		fmt.Fprintf(out, "none loaded; try `mptcp-cc sched load --algo %s`\n", sched.Names()[0])
-	} else {
+	}
+	if len(l.Loaded) != 0 {
 		t = cli.NewTable(out, "LOADED", "SCHEDULER", "PARAMETERS", "STATE", "SUBFLOWS", "SENDS", "RETRANS", "BURST BYTES")
 		for _, s := range l.Loaded {
 			state := "registered"

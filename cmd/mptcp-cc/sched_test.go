@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -166,6 +167,7 @@ func TestSchedListText(t *testing.T) {
 		},
 		Available: []string{"default", "m1"},
 		Netns:     []schedNetns{{Netns: "", Scheduler: "default"}, {Netns: "lab-c", Scheduler: "m1"}, {Netns: "odd", Error: "MPTCP is disabled"}},
+		Hook:      true,
 	}
 	var b bytes.Buffer
 	if err := printSchedList(&b, l); err != nil {
@@ -193,6 +195,30 @@ func TestSchedListText(t *testing.T) {
 	_ = printSchedList(&b, l)
 	if !strings.Contains(b.String(), "none loaded; try `mptcp-cc sched load --algo "+sched.Names()[0]+"`") {
 		t.Errorf("nothing loaded:\n%s", b.String())
+	}
+
+	// Without the hook: why nothing can be loaded, and no suggestion to.
+	l.Hook, l.NoHook = false, sched.ErrNoHook.Error()
+	b.Reset()
+	_ = printSchedList(&b, l)
+	if !strings.Contains(b.String(), "schedulers cannot be loaded here: "+sched.ErrNoHook.Error()) || strings.Contains(b.String(), "sched load") {
+		t.Errorf("nothing loadable:\n%s", b.String())
+	}
+}
+
+// The schedulers say what they are wherever they are offered: the
+// top-level help, `sched -h` and `sched load -h` call them experimental and
+// name the hook they need and the tree that has it.
+func TestSchedHelpSaysExperimental(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"sched", "-h"}, {"sched", "load", "-h"}} {
+		var out, stderr bytes.Buffer
+		if code := app.Run(args, &out, &stderr); code != 0 {
+			t.Fatalf("mptcp-cc %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+		}
+		text := strings.ToLower(strings.Join(strings.Fields(out.String()), " "))
+		if want := "experimental: needs a kernel with the bpf mptcp scheduler hook (mptcp_net-next's export branch)"; !strings.Contains(text, want) {
+			t.Errorf("mptcp-cc %s does not say %q:\n%s", strings.Join(args, " "), want, out.String())
+		}
 	}
 }
 
@@ -226,6 +252,8 @@ func TestSchedHost(t *testing.T) {
 		Loaded    []any
 		Available []string
 		Netns     []struct{ Netns, Scheduler, Error string }
+		Hook      bool   `json:"hook"`
+		NoHook    string `json:"no_hook"`
 	}
 	if err := json.Unmarshal([]byte(run("sched", "list", "--json", "--bpffs", schedRoot)), &l); err != nil {
 		t.Fatal(err)
@@ -239,6 +267,23 @@ func TestSchedHost(t *testing.T) {
 	}
 	if !slices.Equal(algos, sched.Names()) || len(l.Loaded) != 0 || !slices.Contains(l.Available, "default") {
 		t.Errorf("sched list: %+v", l)
+	}
+	// Without the scheduler hook (every released kernel, this host's
+	// included) list says why nothing can be loaded and suggests no load
+	// that would fail; with it, it suggests one.
+	text := run("sched", "list", "--bpffs", schedRoot)
+	if hookErr := sched.CheckHook(); hookErr != nil {
+		if l.Hook || l.NoHook != hookErr.Error() {
+			t.Errorf("sched list --json: hook %v, no_hook %q; want false and %q", l.Hook, l.NoHook, hookErr)
+		}
+		if !strings.Contains(text, "schedulers cannot be loaded here: "+hookErr.Error()) || strings.Contains(text, "sched load") {
+			t.Errorf("sched list without the hook:\n%s", text)
+		}
+	} else if !l.Hook || l.NoHook != "" || !strings.Contains(text, "none loaded; try `mptcp-cc sched load") {
+		t.Errorf("sched list with the hook: hook %v, no_hook %q\n%s", l.Hook, l.NoHook, text)
+	}
+	if _, err := os.Stat(schedRoot); !os.IsNotExist(err) {
+		t.Errorf("sched list made %s: %v", schedRoot, err)
 	}
 	own, _ := sched.Current("")
 	found := 0

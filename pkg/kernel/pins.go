@@ -3,6 +3,9 @@ package kernel
 import (
 	"errors"
 	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // PinDirs lists the directories directly under a pin root, one per loaded
@@ -23,6 +26,19 @@ func PinDirs(root string) ([]string, error) {
 		}
 	}
 	return dirs, nil
+}
+
+// RemoveEmptyRoot removes a pin root once nothing is pinned under it, so
+// that unloading or detaching the last object leaves nothing behind in
+// bpffs, and says whether it did. It never removes /sys/fs/bpf, a root that
+// still holds anything (rmdir refuses: ENOTEMPTY), a mount point (EBUSY:
+// bpffs itself, wherever it is mounted) or a file; a root that stays is
+// harmless, so there is no error to report.
+func RemoveEmptyRoot(root string) bool {
+	if filepath.Clean(root) == "/sys/fs/bpf" {
+		return false
+	}
+	return unix.Rmdir(root) == nil
 }
 
 // CString returns the NUL-terminated string in a fixed-size char array of a

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -218,5 +219,112 @@ func TestRuleManagement(t *testing.T) {
 	}
 	if list, _ := policy.List(proot); len(list) != 0 {
 		t.Fatalf("stale policy still listed: %+v", list)
+	}
+}
+
+// Nothing is left behind: detaching the last policy (whole, or its last
+// rule) removes the emptied pin root, while a root that still holds another
+// cgroup's policy stays; a first attach that fails removes the root it
+// made, and one whose root existed leaves it.
+func TestDetachRemovesRoot(t *testing.T) {
+	ccRoot, proot := policyRoot(t)
+	name := testkernel.Load(t, ccRoot, "lia", cc.Params{})
+	cg1, cg2 := newCgroup(t, ""), newCgroup(t, "")
+	t.Cleanup(func() { _ = policy.Detach(cg1, proot); _ = policy.Detach(cg2, proot) })
+	exists := func(dir string) bool {
+		t.Helper()
+		_, err := os.Stat(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+
+	if err := policy.Attach(policy.Rule{Cgroup: cg1, CC: name}, proot); err != nil {
+		t.Fatal(err)
+	}
+	if err := policy.Detach(cg1, proot); err != nil {
+		t.Fatal(err)
+	}
+	if exists(proot) {
+		t.Errorf("%s is still there after the last policy was detached", proot)
+	}
+
+	for _, cg := range []string{cg1, cg2} {
+		if err := policy.Attach(policy.Rule{Cgroup: cg, CC: name}, proot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := policy.Detach(cg1, proot); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(proot) {
+		t.Fatalf("%s was removed while %s's policy is pinned in it", proot, cg2)
+	}
+	if list, err := policy.List(proot); err != nil || len(list) != 1 || list[0].Cgroup != cg2 || !list[0].Attached {
+		t.Fatalf("the policy left: %+v, %v", list, err)
+	}
+	if err := policy.DetachRule(cg2, 1, proot); err != nil {
+		t.Fatal(err)
+	}
+	if exists(proot) {
+		t.Errorf("%s is still there after the last rule of the last policy was removed", proot)
+	}
+	if !exists(filepath.Dir(proot)) {
+		t.Errorf("the bpffs mount %s was removed", filepath.Dir(proot))
+	}
+
+	// Pins on tmpfs fail after the root was made: it goes again.
+	made := filepath.Join(t.TempDir(), "made")
+	if err := policy.Attach(policy.Rule{Cgroup: cg1, CC: name}, made); err == nil {
+		t.Fatal("attach with pins on tmpfs succeeded")
+	}
+	if exists(made) {
+		t.Errorf("a failed first attach left the root it made, %s", made)
+	}
+	had := t.TempDir()
+	if err := policy.Attach(policy.Rule{Cgroup: cg1, CC: name}, had); err == nil {
+		t.Fatal("attach with pins on tmpfs succeeded")
+	}
+	if !exists(had) {
+		t.Errorf("a failed attach removed the root %s that was there before it", had)
+	}
+}
+
+// Attaches and detaches racing on one root: each detach of the last policy
+// removes the root, while the other process waits for its lock or makes the
+// root again; every call must still succeed.
+func TestAttachDetachRace(t *testing.T) {
+	ccRoot, proot := policyRoot(t)
+	name := testkernel.Load(t, ccRoot, "lia", cc.Params{})
+	cgs := []string{newCgroup(t, ""), newCgroup(t, "")}
+	t.Cleanup(func() {
+		for _, cg := range cgs {
+			_ = policy.Detach(cg, proot)
+		}
+	})
+	errs := make(chan error, len(cgs))
+	for _, cg := range cgs {
+		go func() {
+			for i := range 30 {
+				if err := policy.Attach(policy.Rule{Cgroup: cg, CC: name}, proot); err != nil {
+					errs <- fmt.Errorf("attach %d: %w", i, err)
+					return
+				}
+				if err := policy.Detach(cg, proot); err != nil {
+					errs <- fmt.Errorf("detach %d: %w", i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range cgs {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat(proot); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after every policy was detached: %v", proot, err)
 	}
 }

@@ -135,7 +135,7 @@ func Attach(r Rule, root string) error {
 }
 
 // AttachRule is Attach that also returns the rule as it was stored.
-func AttachRule(r Rule, root string) (RuleInfo, error) {
+func AttachRule(r Rule, root string) (_ RuleInfo, err error) {
 	root = defaultRoot(root)
 	if err := kernel.CheckPrivileges(); err != nil {
 		return RuleInfo{}, err
@@ -151,14 +151,19 @@ func AttachRule(r Rule, root string) (RuleInfo, error) {
 	if err := CheckCC(r.CC); err != nil {
 		return RuleInfo{}, err
 	}
-	if err := kernel.EnsureBPFFS(root); err != nil {
-		return RuleInfo{}, err
-	}
-	unlock, err := lockRoot(root)
+	_, statErr := os.Stat(root)
+	unlock, err := lockRoot(root, true)
 	if err != nil {
 		return RuleInfo{}, err
 	}
 	defer unlock()
+	if errors.Is(statErr, os.ErrNotExist) {
+		defer func() {
+			if err != nil { // a failed first attach leaves no root it made behind
+				kernel.RemoveEmptyRoot(root)
+			}
+		}()
+	}
 
 	dir := pinDir(root, cg.id)
 	if _, err := os.Stat(dir); err == nil {
@@ -244,7 +249,7 @@ func Detach(cgroup, root string) error {
 	if err := kernel.CheckPrivileges(); err != nil {
 		return err
 	}
-	unlock, err := lockRoot(root)
+	unlock, err := lockRoot(root, false)
 	if err != nil {
 		return err
 	}
@@ -253,7 +258,7 @@ func Detach(cgroup, root string) error {
 	if err != nil {
 		return err
 	}
-	return removePolicy(dir)
+	return removePolicy(root, dir)
 }
 
 // DetachRule removes one rule (by the id List reports); removing the last
@@ -282,7 +287,7 @@ func removeRules(cgroup, root string, match func(RuleInfo) bool) (int, error) {
 	if err := kernel.CheckPrivileges(); err != nil {
 		return 0, err
 	}
-	unlock, err := lockRoot(root)
+	unlock, err := lockRoot(root, false)
 	if err != nil {
 		return 0, err
 	}
@@ -317,7 +322,7 @@ func removeRules(cgroup, root string, match func(RuleInfo) bool) (int, error) {
 	}
 	if removed > 0 && left == 0 {
 		p.close()
-		return removed, removePolicy(dir)
+		return removed, removePolicy(root, dir)
 	}
 	return removed, nil
 }
@@ -355,8 +360,9 @@ func findPolicy(cgroup, root string) (string, error) {
 }
 
 // removePolicy detaches the pinned link (even if another process holds a
-// file descriptor of it) and removes the pins.
-func removePolicy(dir string) error {
+// file descriptor of it) and removes the pins, and the root with them when
+// this was its last policy (the caller holds the root's lock).
+func removePolicy(root, dir string) error {
 	if l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil); err == nil {
 		// Detach works even while another process holds a descriptor of
 		// the link; if it fails, closing the last descriptor detaches.
@@ -367,6 +373,7 @@ func removePolicy(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
+	kernel.RemoveEmptyRoot(root)
 	return nil
 }
 
@@ -402,21 +409,42 @@ func CheckCC(name string) error {
 }
 
 // lockRoot serialises changes to the policies under root (flock on the
-// root directory, which works on bpffs too).
-func lockRoot(root string) (func(), error) {
-	f, err := os.Open(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return func() {}, nil // nothing pinned: nothing to race with
+// root directory, which works on bpffs too); with create it makes the root
+// first (mounting bpffs if need be). The last detach removes the root while
+// holding its lock, so a lock taken on a root that was removed meanwhile
+// (and perhaps made again) locks nothing: it tries again on the root as it
+// is now.
+func lockRoot(root string, create bool) (func(), error) {
+	for range 10 {
+		if create {
+			if err := kernel.EnsureBPFFS(root); err != nil {
+				return nil, err
+			}
+		}
+		f, err := os.Open(root)
+		if errors.Is(err, os.ErrNotExist) {
+			if create {
+				continue // removed between the two calls
+			}
+			return func() {}, nil // nothing pinned: nothing to race with
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", root, err)
+		}
+		unlock := func() {
+			_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			_ = f.Close()
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(root)
+		if err1 == nil && err2 == nil && os.SameFile(held, now) {
+			return unlock, nil
+		}
+		unlock()
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", root, err)
-	}
-	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-		_ = f.Close()
-	}, nil
+	return nil, fmt.Errorf("locking %s: other processes keep removing and making it again; try again", root)
 }

@@ -47,7 +47,7 @@ func Load(a Algorithm, opts Options) (err error) {
 	if err := kernel.CheckPrivileges(); err != nil {
 		return err
 	}
-	if err := checkKernel(); err != nil {
+	if err := CheckHook(); err != nil {
 		return err
 	}
 	dir := filepath.Join(root, name)
@@ -60,6 +60,11 @@ func Load(a Algorithm, opts Options) (err error) {
 	if err := kernel.EnsureBPFFS(root); err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil { // a failed load leaves no empty root behind
+			kernel.RemoveEmptyRoot(root)
+		}
+	}()
 
 	raw := abi.SchedParams{Algo: a.ID, Arg: opts.Params.Args}
 	if opts.Params.Trace {

@@ -14,13 +14,14 @@ import (
 // Errors callers can test for (errors.Is).
 var (
 	ErrNotRoot = kernel.ErrNotRoot
-	// ErrNoHook names what is missing and where it exists: no released
-	// kernel (checked through 7.3) can register a BPF MPTCP scheduler.
+	// ErrNoHook names what is missing and which kernel brings it: no
+	// released kernel (checked through 7.3) can register a BPF MPTCP
+	// scheduler.
 	ErrNoHook = errors.New("this kernel has no BPF hook for MPTCP packet schedulers " +
-		"(no bpf_struct_ops_mptcp_sched_ops in its BTF): the hook and its kfuncs exist only in " +
-		"the mptcp_net-next development tree's export branch (net/mptcp/bpf.c), " +
-		"not in any released Linux (checked through 7.3); boot a kernel built from that tree, " +
-		"e.g. the test kernel in shared/kernels/mptcp-bpf-sched (docs/schedulers.md)")
+		"(no bpf_struct_ops_mptcp_sched_ops in its BTF; `mptcp-cc version` shows it): " +
+		"only a kernel built from the mptcp_net-next development tree's export branch " +
+		"has the hook and its kfuncs (net/mptcp/bpf.c), no released Linux (checked through 7.3); " +
+		"BPF packet schedulers are experimental (docs/schedulers.md)")
 	ErrNoMPTCP        = errors.New("the kernel has no MPTCP, or it is disabled (net.mptcp.enabled=0)")
 	ErrAlreadyLoaded  = errors.New("already loaded")
 	ErrNotLoaded      = errors.New("not loaded")
@@ -31,8 +32,14 @@ var (
 // DefaultPinRoot is where loaded schedulers are pinned unless told otherwise.
 const DefaultPinRoot = "/sys/fs/bpf/mptcp-cc-sched"
 
-// checkKernel fails with a message naming the missing kernel feature.
-func checkKernel() error {
+// Experimental is what every help text about the BPF schedulers says
+// first: they run only on a kernel no release has yet.
+const Experimental = "experimental: needs a kernel with the BPF MPTCP scheduler hook (mptcp_net-next's export branch)"
+
+// CheckHook fails with ErrNoHook, which names the missing kernel feature
+// and the kernel that has it, unless this kernel can register a BPF MPTCP
+// scheduler. It needs no privileges.
+func CheckHook() error {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		return fmt.Errorf("the kernel has no readable BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y): %v; and %w", err, ErrNoHook)

@@ -18,6 +18,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // SetName renames the object in the struct_ops map's initial value (its
@@ -160,7 +162,7 @@ func Unregister(dir string, registered func() bool) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing %s: %w", dir, err)
 	}
-	_ = os.Remove(filepath.Dir(dir)) // only succeeds once nothing else is registered
+	kernel.RemoveEmptyRoot(filepath.Dir(dir)) // only once nothing else is registered
 	if !WaitUnregistered(registered) {
 		return fmt.Errorf("%s is still registered after its link was removed: another process holds it", filepath.Base(dir))
 	}
