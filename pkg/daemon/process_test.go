@@ -323,7 +323,7 @@ func TestServeBadInput(t *testing.T) {
 			[]string{"address already in use"}},
 		{"name taken by the kernel (rollback)", fmt.Sprintf("algorithms:\n  - {algo: lia, name: %s}\n  - {algo: olia, name: reno}\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", first), nil,
 			[]string{"algorithms[1]: loading olia as reno", "already registered"}},
-		{"bad on-exit flag", "", []string{"--on-exit", "sometimes"}, []string{"on_exit: \"sometimes\" is neither keep nor remove"}},
+		{"bad on-exit flag", "", []string{"--on-exit", "sometimes"}, []string{`--on-exit "sometimes": want keep or remove`}},
 		{"namespace scheduler nobody loads", "netns_schedulers: [{scheduler: t_nosuch}]\nmetrics: {listen_address: \"127.0.0.1:0\"}\n", nil,
 			[]string{`netns_schedulers[0].scheduler: "t_nosuch" is neither in the schedulers list nor registered`}},
 	}
