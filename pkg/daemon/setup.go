@@ -25,13 +25,15 @@ import (
 // algorithms and (kernel) policies need, before anything is bound or
 // loaded, naming each missing feature (kernel.Need).
 func checkKernel(cfg Config, pe PolicyEngine) error {
+	load, pol := kernel.NeedLoad, kernel.NeedPolicy
+	load.Command, pol.Command = "serve", "serve"
 	if len(cfg.Algorithms) > 0 {
-		if err := kernel.NeedLoad.Check(); err != nil {
+		if err := load.Check(); err != nil {
 			return err
 		}
 	}
 	if _, real := pe.(KernelPolicy); real && len(cfg.Policies) > 0 {
-		return kernel.NeedPolicy.Check()
+		return pol.Check()
 	}
 	return nil
 }
