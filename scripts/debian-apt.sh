@@ -1,6 +1,6 @@
 # debian-apt.sh: sourced by the scripts that fetch packages from Debian
-# suites this host does not use (bookworm-security, trixie,
-# trixie-backports, sid). debian_apt_init DIR sets up a private apt state
+# suites this host does not use (bookworm for Debian 12's own 6.1 kernel,
+# bookworm-backports, bookworm-security, trixie, trixie-backports, sid). debian_apt_init DIR sets up a private apt state
 # in DIR (APT_DIR) and leaves its options in the array APT_OPTS: the
 # host's sources and package lists stay as they are, and nothing is
 # installed.
@@ -9,6 +9,8 @@ debian_apt_init() {
 	APT_DIR=$apt
 	mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc/preferences.d" "$apt/etc/sources.list.d"
 	cat >"$apt/etc/sources.list" <<EOS
+deb [signed-by=$key] http://deb.debian.org/debian bookworm main
+deb [signed-by=$key] http://deb.debian.org/debian bookworm-backports main
 deb [signed-by=$key] http://deb.debian.org/debian-security bookworm-security main
 deb [signed-by=$key] http://deb.debian.org/debian trixie main
 deb [signed-by=$key] http://deb.debian.org/debian trixie-backports main

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # debian-kernel.sh VERSION CACHE: fetch Debian's kernel VERSION (for example
-# 6.12.117+deb12, 6.18.15+deb13, 7.2.13+deb14: the part of the package name
-# linux-image-VERSION-amd64) into CACHE/VERSION and print the path of its
+# 6.1.0-57 (Debian 12's own), 6.12.117+deb12, 6.18.15+deb13, 7.2.13+deb14:
+# the part of the package name linux-image-VERSION-amd64[-unsigned]) into CACHE/VERSION and print the path of its
 # image. The VM tests boot it in place of the shared test kernel
 # (MPTCP_CC_VM_KIMG, internal/vmtest), to find which kernels show a fault.
 #
@@ -32,6 +32,11 @@ fi
 
 . "$(dirname "$0")/debian-apt.sh"
 debian_apt_init "$cache/.apt"
+# Some versions are in the archive only as the unsigned image (bookworm's
+# 6.1.0-57: linux-image-6.1.0-57-amd64-unsigned); it holds the same kernel.
+if ! debian_apt_has "$pkg" && debian_apt_has "$pkg-unsigned"; then
+	pkg=$pkg-unsigned
+fi
 if ! debian_apt_has "$pkg"; then
 	echo "debian-kernel: Debian's archive has no $pkg now; these are there:" >&2
 	apt-cache "${APT_OPTS[@]}" search --names-only '^linux-image-[0-9].*-amd64$' 2>/dev/null |

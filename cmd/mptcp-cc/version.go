@@ -25,25 +25,8 @@ func cmdVersion(fs *flag.FlagSet) cli.Action {
 		if *asJSON {
 			return cli.WriteJSON(out, v)
 		}
-		yes := func(b bool) string {
-			if b {
-				return "yes"
-			}
-			return "no"
-		}
 		fmt.Fprintf(out, "mptcp-cc %s (commit %s), %s, cilium/ebpf %s\n", v.Version, v.Commit, v.Go, v.Ebpf)
-		k := v.Kernel
-		fmt.Fprintf(out, "kernel %s:\n", k.Release)
-		fmt.Fprintf(out, "  BTF                               %s\n", yes(k.BTF))
-		fmt.Fprintf(out, "  struct_ops for tcp_congestion_ops %s\n", yes(k.CCStructOps))
-		fmt.Fprintf(out, "  MPTCP enabled                     %s\n", yes(k.MPTCP))
-		fmt.Fprintf(out, "  BPF MPTCP scheduler hook          %s\n", yes(k.SchedStructOps))
-		if k.Err != "" {
-			fmt.Fprintf(out, "  (kernel BTF unreadable: %s; needs CONFIG_DEBUG_INFO_BTF=y)\n", k.Err)
-		}
-		if k.BTF && !k.SchedStructOps {
-			fmt.Fprintln(out, "  (no released kernel has the scheduler hook; mptcp_net-next's export branch does)")
-		}
+		writeKernelVerdicts(out, v.Kernel)
 		return nil
 	}
 }
@@ -58,4 +41,29 @@ func moduleVersion(path string) string {
 		}
 	}
 	return "unknown"
+}
+
+// writeKernelVerdicts prints one line per kernel feature (yes/no, the
+// Linux version that brings it, what decided it), then what each command
+// can do here, with the remedy where one cannot.
+func writeKernelVerdicts(out io.Writer, k kernel.Features) {
+	fmt.Fprintf(out, "kernel %s:\n", k.Release)
+	for _, f := range k.Verdicts {
+		yes := "no "
+		if f.OK {
+			yes = "yes"
+		}
+		since := f.Since
+		if since != "" && since[0] >= '0' && since[0] <= '9' {
+			since = "Linux " + since
+		}
+		fmt.Fprintf(out, "  %-48s %s  (%s; %s)\n", f.What, yes, since, f.Detail)
+	}
+	for _, n := range []kernel.Need{kernel.NeedLoad, kernel.NeedPolicy, kernel.NeedSet} {
+		if err := n.CheckIn(k); err != nil {
+			fmt.Fprintf(out, "%s: refused: %v\n", n.Command, err)
+		} else {
+			fmt.Fprintf(out, "%s: ok\n", n.Command)
+		}
+	}
 }

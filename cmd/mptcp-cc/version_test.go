@@ -26,6 +26,11 @@ func TestVersion(t *testing.T) {
 			Release string
 			BTF     bool `json:"btf"`
 			CC      bool `json:"tcp_congestion_ops_struct_ops"`
+			// one verdict per feature, with the version that brings it
+			Features []struct {
+				Name, Since string
+				OK          bool
+			}
 		}
 	}
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
@@ -36,6 +41,16 @@ func TestVersion(t *testing.T) {
 	}
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil && (!v.Kernel.BTF || !v.Kernel.CC) {
 		t.Errorf("this kernel has BTF and tcp_congestion_ops struct_ops; version says %+v", v.Kernel)
+	}
+	since := map[string]string{}
+	for _, f := range v.Kernel.Features {
+		since[f.Name] = f.Since
+		if f.Name == "struct_ops_link" && v.Kernel.BTF && !f.OK {
+			t.Errorf("this kernel (6.4 or newer) has struct_ops links; version says %+v", f)
+		}
+	}
+	if since["struct_ops_link"] != "6.4" || since["bpf_rdonly_cast"] != "6.2" || since["bpf_skc_to_mptcp_sock"] != "5.19" {
+		t.Errorf("version --json: the features and their versions: %+v", v.Kernel.Features)
 	}
 }
 

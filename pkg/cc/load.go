@@ -104,8 +104,17 @@ func Load(a Algorithm, opts Options) (err error) {
 	if IsRegistered(name) {
 		return fmt.Errorf("%q: %w by another program; pick another with --name", name, ErrNameRegistered)
 	}
+	// A failed load must not leave behind an empty pin root it created.
+	_, statErr := os.Stat(root)
 	if err := kernel.EnsureBPFFS(root); err != nil {
 		return err
+	}
+	if os.IsNotExist(statErr) {
+		defer func() {
+			if err != nil {
+				_ = os.Remove(root) // fails, as it should, if anything is in it
+			}
+		}()
 	}
 
 	spec := func() (*ebpf.CollectionSpec, error) {
@@ -117,7 +126,9 @@ func Load(a Algorithm, opts Options) (err error) {
 	}
 	err = structops.Load(structops.Object{Algo: a.Name, Spec: spec, Params: opts.Params.raw(a.ID), Maps: pinnedMaps, Build: ThisBuild()}, name, dir)
 	if errors.Is(err, ebpf.ErrNotSupported) {
-		return fmt.Errorf("%w: %v", ErrNoStructOps, err)
+		// The preflight passed, so this is a feature it does not know:
+		// say so, with what `mptcp-cc version` needs to tell it.
+		return fmt.Errorf("%w that the preflight did not probe (please report it with `mptcp-cc version --json`): %v", kernel.ErrUnsupported, err)
 	}
 	return err
 }

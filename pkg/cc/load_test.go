@@ -81,6 +81,28 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// A load that fails after it created the pin root removes it (an empty
+// /sys/fs/bpf/mptcp-cc was left behind on kernels that refused the map).
+// Here the root is not on bpffs, so the pins fail after the registration,
+// which is undone too.
+func TestFailedLoadLeavesNoPinRoot(t *testing.T) {
+	testenv.RequireRoot(t)
+	lia, _ := cc.Lookup("lia")
+	root := filepath.Join(t.TempDir(), "pins")
+	name := testenv.Unique("t_noroot_")
+	err := cc.Load(lia, cc.Options{Name: name, PinRoot: root})
+	if err == nil {
+		_ = cc.Unload(name, root)
+		t.Fatal("a load pinned outside bpffs succeeded")
+	}
+	if _, serr := os.Stat(root); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("the failed load (%v) left its pin root %s behind", err, root)
+	}
+	if cc.IsRegistered(name) {
+		t.Errorf("the failed load (%v) left %s registered", err, name)
+	}
+}
+
 // MaxSubflowsTracked is the map size the objects are compiled with
 // (MPCC_MAX_SUBFLOWS_TRACKED): the CLI's bound and default rest on it.
 func TestMaxSubflowsTrackedMatchesObjects(t *testing.T) {

@@ -3,18 +3,19 @@ package cc
 import (
 	"errors"
 	"fmt"
-	"os"
-
-	"github.com/cilium/ebpf/btf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
-// Errors callers can test for (errors.Is).
+// Errors callers can test for (errors.Is). A kernel that lacks what the
+// congestion controls need fails Load with a *kernel.UnsupportedError,
+// which is kernel.ErrUnsupported and the sentinel of each missing feature
+// (ErrNoBTF, ErrNoStructOps, kernel.ErrNoStructOpsLink,
+// kernel.ErrNoRdonlyCast).
 var (
 	ErrNotRoot        = kernel.ErrNotRoot
-	ErrNoBTF          = errors.New("the kernel has no BTF (/sys/kernel/btf/vmlinux): build it with CONFIG_DEBUG_INFO_BTF=y (Linux 5.4 or newer)")
-	ErrNoStructOps    = errors.New("the kernel cannot load BPF congestion controls (no bpf_struct_ops_tcp_congestion_ops in its BTF): it needs CONFIG_BPF_JIT and BPF struct_ops for TCP, Linux 6.4 or newer for struct_ops links")
+	ErrNoBTF          = kernel.ErrNoBTF
+	ErrNoStructOps    = kernel.ErrNoStructOps
 	ErrAlreadyLoaded  = errors.New("already loaded")
 	ErrNotLoaded      = errors.New("not loaded")
 	ErrNameRegistered = errors.New("a congestion control of that name is already registered")
@@ -23,20 +24,10 @@ var (
 // DefaultPinRoot is where loaded algorithms are pinned unless told otherwise.
 const DefaultPinRoot = "/sys/fs/bpf/mptcp-cc"
 
-// checkKernel fails with a message naming the missing kernel feature.
-func checkKernel() error {
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		return ErrNoBTF
-	}
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNoBTF, err)
-	}
-	if _, err := spec.AnyTypeByName("bpf_struct_ops_tcp_congestion_ops"); err != nil {
-		return ErrNoStructOps
-	}
-	return nil
-}
+// checkKernel refuses, naming every missing feature with the Linux version
+// that brings it and the remedy, on a kernel the congestion controls cannot
+// load on (kernel.NeedLoad).
+func checkKernel() error { return kernel.NeedLoad.Check() }
 
 // Registered lists the congestion controls the kernel currently offers.
 func Registered() ([]string, error) { return kernel.CongestionControls() }

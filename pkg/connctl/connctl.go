@@ -94,6 +94,9 @@ func SetCC(token uint32, cc, netnsName string) (Result, error) {
 	if err := kernel.CheckPrivileges(); err != nil {
 		return res, err
 	}
+	if err := kernel.NeedSet.Check(); err != nil {
+		return res, err
+	}
 	if err := checkCC(cc); err != nil {
 		return res, err
 	}

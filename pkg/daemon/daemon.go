@@ -186,6 +186,9 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	if err := checkPrivileges(); err != nil {
 		return err
 	}
+	if err := checkKernel(cfg, pe); err != nil {
+		return err
+	}
 	policies, err := preflight(cfg, pe)
 	if err = errors.Join(err, preflightSched(cfg, se)); err != nil {
 		return err

@@ -15,11 +15,29 @@ import (
 	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 )
 
 // preflight checks everything that can be checked without changing the
 // kernel, so a bad configuration fails with nothing loaded.
+// checkKernel refuses a start on a kernel that lacks what the configured
+// algorithms and (kernel) policies need, before anything is bound or
+// loaded, naming each missing feature (kernel.Need).
+func checkKernel(cfg Config, pe PolicyEngine) error {
+	load, pol := kernel.NeedLoad, kernel.NeedPolicy
+	load.Command, pol.Command = "serve", "serve"
+	if len(cfg.Algorithms) > 0 {
+		if err := load.Check(); err != nil {
+			return err
+		}
+	}
+	if _, real := pe.(KernelPolicy); real && len(cfg.Policies) > 0 {
+		return pol.Check()
+	}
+	return nil
+}
+
 func preflight(cfg Config, pe PolicyEngine) ([]resolvedPolicy, error) {
 	var errs []error
 	configured := map[string]bool{}

@@ -140,6 +140,9 @@ func AttachRule(r Rule, root string) (_ RuleInfo, err error) {
 	if err := kernel.CheckPrivileges(); err != nil {
 		return RuleInfo{}, err
 	}
+	if err := kernel.NeedPolicy.Check(); err != nil {
+		return RuleInfo{}, err
+	}
 	val, err := r.value()
 	if err != nil {
 		return RuleInfo{}, err
