@@ -54,6 +54,7 @@ var app = (&cli.App{
 		{Name: "serve", Summary: "run the daemon: load/adopt algorithms and schedulers, attach policies, serve Prometheus metrics",
 			Help: serveHelp, Flags: cmdServe},
 		{Name: "top", Summary: "live view of connections and subflows (--once, --json for scripts)", Flags: cmdTop},
+		{Name: "doctor", Summary: "check whether this host is ready for mptcp-cc, and what to fix", Help: doctorHelp, Flags: cmdDoctor},
 		{Name: "version", Summary: "the version, the build and the kernel features this program needs", Flags: cmdVersion},
 	},
 	Footer: "README.md and docs/ in the source tree, or /usr/share/doc/mptcp-cc, describe the algorithms, the daemon and the metrics.",

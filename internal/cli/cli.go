@@ -94,6 +94,11 @@ type App struct {
 // ErrInterrupted makes Run exit with 130, as shells do after Ctrl-C.
 var ErrInterrupted = errors.New("interrupted")
 
+// ErrReported makes Run exit with 1 without a line of its own: the command
+// has already said on its output why it failed (`mptcp-cc doctor`'s
+// findings).
+var ErrReported = errors.New("failed, as reported above")
+
 // errUsage marks errors that exit with 2.
 type errUsage struct{ msg string }
 
@@ -162,6 +167,8 @@ func (a *App) Run(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, ErrReported):
+		return 1
 	case errors.Is(err, ErrInterrupted):
 		fmt.Fprintf(stderr, "%s: %v\n", a.line(path), err)
 		return 130
