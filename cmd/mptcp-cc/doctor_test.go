@@ -109,7 +109,8 @@ func TestDoctorNamespaceNotReady(t *testing.T) {
 	if r, code := runDoctor(t, bin, "--netns", ns, "--bpffs", root); code != 0 || !r.Ready {
 		t.Errorf("after the fix: exit %d, ready %v: %+v", code, r.Ready, r.Findings)
 	}
-	if _, code := runDoctor(t, bin, "--netns", "t-no-such-ns"); code != 1 {
-		t.Errorf("doctor --netns of a namespace that does not exist: exit %d, want 1", code)
+	cmd := exec.Command(bin, "doctor", "--netns", "t-no-such-ns")
+	if out, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "no such network namespace") {
+		t.Errorf("doctor --netns of a namespace that does not exist: exit %d, %q", cmd.ProcessState.ExitCode(), out)
 	}
 }

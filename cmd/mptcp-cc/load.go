@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -106,6 +107,9 @@ func cmdUnload(fs *flag.FlagSet) cli.Action {
 			return err
 		}
 		users, err := cc.UsersOf(target, *root)
+		if errors.Is(err, kernel.ErrNotRoot) {
+			return err
+		}
 		if err != nil && !*force {
 			return fmt.Errorf("%s: %w", target, err)
 		}

@@ -35,6 +35,9 @@ func (u Users) String() string {
 // root. Nothing uses one that is not loaded there (Unload then says so).
 func UsersOf(name, root string) (Users, error) {
 	var u Users
+	if err := kernel.CheckPrivileges(); err != nil {
+		return u, err
+	}
 	m, err := OpenSubflows(root, name)
 	if errors.Is(err, os.ErrNotExist) {
 		return u, nil
