@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * bpfreno.bpf.c: the kernel's own Reno, reached through BPF struct_ops
  * (pkg/bpfreno). A measuring instrument, not an algorithm of ours.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * cawatch.bpf.c: a read-only watch on the congestion state of every TCP
  * socket (MPTCP subflows included) of one network namespace (pkg/cawatch).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * policy.bpf.c: per-cgroup congestion control policy (cgroup sock_ops).
  *

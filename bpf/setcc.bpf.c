@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * setcc.bpf.c: switch the congestion control of a live MPTCP connection
  * (pkg/connctl, `mptcp-cc set --token`).

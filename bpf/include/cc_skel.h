@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_skel.h: the skeleton every coupled congestion control in bpf/cc/ is
  * built on: the tcp_congestion_ops callbacks, Reno around two hooks. Each

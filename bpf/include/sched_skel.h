@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_skel.h: the skeleton every packet scheduler in bpf/sched/ is built
  * on. An algorithm file defines SCHED_ALGO (enum mpsch_algo), includes this

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // spdx checks that every source file of the repository starts with the
 // SPDX-License-Identifier line of its license (LICENSE says which applies
 // where: bpf/ is "GPL-2.0-only OR BSD-2-Clause", the rest Apache-2.0), and
