@@ -48,7 +48,7 @@
 
 #include "mptcp.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: the network namespace watched (its inode number). */
 volatile const __u32 netns_ino = 0;

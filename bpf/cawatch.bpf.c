@@ -36,7 +36,7 @@
 
 #include "mptcp.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: the network namespace watched (its inode number; 0
  * watches every namespace) and the largest plausible window, in packets. */

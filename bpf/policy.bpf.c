@@ -49,7 +49,7 @@
 
 #include "mptcp.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #define AF_INET 2
 #define AF_INET6 10

@@ -26,7 +26,7 @@
 
 #include "cc_types.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #ifndef MPCC_ALGO
 #error "define MPCC_ALGO (enum mpcc_algo) before including cc_skel.h"

@@ -30,7 +30,7 @@
 #include "sched_api.h"
 #include "sched_types.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #ifndef SCHED_ALGO
 #error "define SCHED_ALGO (enum mpsch_algo) before including sched_skel.h"

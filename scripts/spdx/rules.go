@@ -19,6 +19,12 @@ const (
 
 const tag = "SPDX-License-Identifier:"
 
+// bpfLicenseString is what each BPF object's license section says: a
+// string the kernel's license_is_gpl_compatible accepts (struct_ops
+// programs and kfunc calls need one) that names both of bpfLicense's
+// options.
+const bpfLicenseString = "Dual BSD/GPL"
+
 // license returns the SPDX expression a tracked file must carry.
 func license(rel string) string {
 	if strings.HasPrefix(rel, "bpf/") {

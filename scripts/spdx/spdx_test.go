@@ -9,23 +9,33 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestRepository is the check itself: every source file git tracks starts
-// with the SPDX line of its license. `go run ./scripts/spdx -fix` fixes
-// what it names.
-func TestRepository(t *testing.T) {
+// repoFiles returns the repository's top and the files git tracks there.
+// Outside a git checkout (an unpacked source archive) there is nothing to
+// walk, so the tests that need it skip.
+func repoFiles(t *testing.T) (root string, files []string) {
+	t.Helper()
 	root, err := repoRoot(".")
 	if err != nil {
 		t.Skipf("not a git checkout (a source archive?): %v", err)
 	}
-	files, err := trackedFiles(root)
+	files, err = trackedFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root, files
+}
+
+// TestRepository is the check itself: every source file git tracks starts
+// with the SPDX line of its license. `go run ./scripts/spdx -fix` fixes
+// what it names.
+func TestRepository(t *testing.T) {
+	root, files := repoFiles(t)
 	// The walk must reach both license regions, or it checks nothing.
 	for _, f := range []string{"bpf/include/cc_skel.h", "scripts/spdx/main.go"} {
 		if !slices.Contains(files, f) {
@@ -41,6 +51,33 @@ func TestRepository(t *testing.T) {
 	}
 	if len(problems) > 0 {
 		t.Log("`go run ./scripts/spdx -fix` adds or corrects these lines")
+	}
+}
+
+// TestBPFLicenseString: every license section in bpf/ says what the SPDX
+// lines there say, in the kernel's words. A program with another string
+// either fails to load (not GPL-compatible) or claims less than the files.
+func TestBPFLicenseString(t *testing.T) {
+	root, files := repoFiles(t)
+	def := regexp.MustCompile(`SEC\("license"\)\s*=\s*"([^"]*)"`)
+	found := 0
+	for _, rel := range files {
+		if !strings.HasPrefix(rel, "bpf/") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range def.FindAllStringSubmatch(string(data), -1) {
+			found++
+			if m[1] != bpfLicenseString {
+				t.Errorf("%s: license section %q, want %q (LICENSE)", rel, m[1], bpfLicenseString)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal(`no SEC("license") definition found under bpf/`)
 	}
 }
 
