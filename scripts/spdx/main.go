@@ -62,11 +62,19 @@ func main() {
 	}
 }
 
+// errNoWorkTree: dir is in no git work tree (an unpacked source archive),
+// so there are no tracked files to read.
+var errNoWorkTree = errors.New("not in a git work tree: the check reads the files git tracks")
+
 // repoRoot is the top of the git work tree that holds dir.
 func repoRoot(dir string) (string, error) {
 	out, err := exec.Command("git", "-C", dir, "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s is not in a git work tree (git rev-parse: %v): the check reads the files git tracks", dir, err)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && strings.Contains(string(ee.Stderr), "not a git repository"):
+		return "", fmt.Errorf("%s: %w", dir, errNoWorkTree)
+	case err != nil:
+		return "", fmt.Errorf("git rev-parse --show-toplevel in %s: %v %s", dir, err, ee.Stderr)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
