@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Container image of the mptcp-cc agent (`mptcp-cc serve`), as the Kubernetes
 # DaemonSet in deploy/kubernetes/ runs it. docs/fleet.md says how to build,
 # push and roll it out; deploy/kubernetes/image_test.go checks this file.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mptcp-cc: coupled MPTCP congestion control in eBPF.
 #
 #   make deps    install every system package the project needs (idempotent)

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * abi.bpf.c: no program, only the types BPF shares with Go. Every struct
  * and enum of cc_types.h and sched_types.h that a map, a ring buffer or a

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * ackwatch.bpf.c: a read-only watch on a receiver's ACK decisions, per
  * kind of socket (plain TCP, MPTCP subflow), in one network namespace
@@ -48,7 +48,7 @@
 
 #include "mptcp.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: the network namespace watched (its inode number). */
 volatile const __u32 netns_ino = 0;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * bpfreno.bpf.c: the kernel's own Reno, reached through BPF struct_ops
  * (pkg/bpfreno). A measuring instrument, not an algorithm of ours.
@@ -29,7 +29,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * cawatch.bpf.c: a read-only watch on the congestion state of every TCP
  * socket (MPTCP subflows included) of one network namespace (pkg/cawatch).
@@ -36,7 +36,7 @@
 
 #include "mptcp.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader: the network namespace watched (its inode number; 0
  * watches every namespace) and the largest plausible window, in packets. */

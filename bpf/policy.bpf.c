@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * policy.bpf.c: per-cgroup congestion control policy (cgroup sock_ops).
  *
@@ -49,7 +49,7 @@
 
 #include "mptcp.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #define AF_INET 2
 #define AF_INET6 10

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * setcc.bpf.c: switch the congestion control of a live MPTCP connection
  * (pkg/connctl, `mptcp-cc set --token`).
@@ -19,7 +19,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #define AF_INET6 10
 #define SOL_TCP 6

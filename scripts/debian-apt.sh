@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # debian-apt.sh: sourced by the scripts that fetch packages from Debian
 # suites this host does not use (bookworm for Debian 12's own 6.1 kernel,
 # bookworm-backports, bookworm-security, trixie, trixie-backports, sid). debian_apt_init DIR sets up a private apt state

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # debian-kernel.sh VERSION CACHE: fetch Debian's kernel VERSION (for example
 # 6.1.0-57 (Debian 12's own), 6.12.117+deb12, 6.18.15+deb13, 7.2.13+deb14:
 # the part of the package name linux-image-VERSION-amd64[-unsigned]) into CACHE/VERSION and print the path of its

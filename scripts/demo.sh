@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: load a coupled congestion control and watch the subflows of a
 # live MPTCP transfer on an emulated two-path network. Needs root.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ensure-go.sh MIN TOOLCHAIN: make sure a Go >= MIN is on PATH.
 # Debian 12 ships Go 1.19; if no recent Go is found, fetch the official
 # toolchain module from the Go module proxy into /usr/local/go and link it

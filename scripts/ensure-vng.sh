@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ensure-vng.sh DIR VERSION: make sure virtme-ng VERSION is installed in the
 # virtualenv DIR. virtme-ng boots the shared test kernel under QEMU for the
 # VM tests (internal/vmtest); Debian 12 does not package it, PyPI does.

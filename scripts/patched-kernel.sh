@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # patched-kernel.sh CACHE [PATCH]: build the shared test kernel's Linux
 # (Debian's linux-source-7.3, 7.3.4, the test kernel's own config) with
 # PATCH applied, or as it is without one (the control), and print the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds a release of the checkout: for each architecture, an archive
 # mptcp-cc_VERSION_linux_ARCH.tar.gz and the Debian package
 # mptcp-cc_VERSION_ARCH.deb, then SHA256SUMS over them. Run by `make

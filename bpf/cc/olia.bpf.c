@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * OLIA, the Opportunistic Linked Increases Algorithm (Khalili et al., seed 003).
  *

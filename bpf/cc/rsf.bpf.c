@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * RSF-MPTCP, the rent-seeking framework (Pokhrel and Williamson, seed 002),
  * delay-based variant RSF-DB.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_conn.h: the snapshot of an MPTCP connection that every algorithm
  * decides from (struct mpcc_conn): the subflow being acted on in p[0], then

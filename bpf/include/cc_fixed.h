@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_fixed.h: the fixed-point arithmetic of the coupled congestion controls,
  * and the contract with pkg/model, which mirrors every scale and every

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_guard.h: the window guard, a workaround for a kernel fault and nothing
  * else. It lives alone in this file so that it is easy to find and, once the

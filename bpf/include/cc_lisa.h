@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_lisa.h: LISA, linked slow start (seed 000), on when params.lisa is set.
  * A joining subflow takes half of the window of the established sibling

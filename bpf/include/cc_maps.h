@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_maps.h: the maps through which a loaded congestion control meets user
  * space, one instance of each per loaded algorithm (pkg/cc pins them beside

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_obs.h: what user space sees of a congestion control at work: each
  * subflow's record in the subflows map (who it is, filled once at init; its

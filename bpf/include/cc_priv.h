@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_priv.h: the state a coupled congestion control keeps per subflow, in
  * the socket itself (icsk_ca_priv, 104 bytes at most), and the casts that

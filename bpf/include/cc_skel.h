@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_skel.h: the skeleton every coupled congestion control in bpf/cc/ is
  * built on: the tcp_congestion_ops callbacks, Reno around two hooks. Each
@@ -26,7 +26,7 @@
 
 #include "cc_types.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #ifndef MPCC_ALGO
 #error "define MPCC_ALGO (enum mpcc_algo) before including cc_skel.h"

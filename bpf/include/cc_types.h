@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_types.h: what the congestion controls share with user space: the
  * algorithm ids, the params map's value, the subflows map's record, the

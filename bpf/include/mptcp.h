@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * mptcp.h: reaching an MPTCP connection from one of its subflows, walking
  * its subflows read-only, and naming a subflow by its addresses. Shared by

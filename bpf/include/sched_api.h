@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_api.h: the BPF packet-scheduler hook as mptcp_net-next's `export`
  * branch offers it (struct_ops mptcp_sched_ops, registered by

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_fastslow.h: the question the head-of-line-aware schedulers (BLEST,
  * ECF) share. When the fastest subflow x_f takes nothing now (its window

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_pick.h: the questions every scheduler asks of the snapshot - may a
  * subflow take data, how much its window still has room for, which usable

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_skel.h: the skeleton every packet scheduler in bpf/sched/ is built
  * on. An algorithm file defines SCHED_ALGO (enum mpsch_algo), includes this
@@ -30,7 +30,7 @@
 #include "sched_api.h"
 #include "sched_types.h"
 
-char _license[] SEC("license") = "GPL";
+char _license[] SEC("license") = "Dual BSD/GPL";
 
 #ifndef SCHED_ALGO
 #error "define SCHED_ALGO (enum mpsch_algo) before including sched_skel.h"

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_types.h: what a packet scheduler decides from and what it answers,
  * shared by every file in bpf/sched/. Go does not copy these: pkg/abi

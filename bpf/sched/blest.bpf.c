@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * blest: BLocking ESTimation (Ferlin, Alay, Mehani, Boreli, "BLEST:
  * Blocking estimation-based MPTCP scheduler for heterogeneous networks",

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * daps: Delay-Aware Packet Scheduling (Sarwar, Boreli, Lochin, Mifdaoui,
  * Smith, "Mitigating receiver's buffer blocking by delay aware packet

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * ecf: Earliest Completion First (Lim, Nahum, Towsley, Gao et al., "ECF:
  * An MPTCP path scheduler to manage heterogeneous paths", CoNEXT 2017,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * minrtt: the classic default of MPTCP schedulers (multipath-tcp.org's
  * "default", Paasch et al. 2014): new data goes to the usable subflow with

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * papd: Proactive Approach to avoid Performance Degradation (F. Wang,
  * J. Zuo, Z. Cao, K. Zheng, draft-zuo-mptcp-degradation-00 and its IETF

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * redundant: every usable subflow, for new data and for reinjections, as
  * multipath-tcp.org's "redundant" scheduler (Frömmgen et al., "ReMP TCP:

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * rr: strict round-robin, as multipath-tcp.org's "roundrobin" scheduler
  * (Paasch et al., "Experimental evaluation of multipath TCP schedulers",

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * weighted: the operator gives each path a weight (its contracted rate, or
  * a cost) and new data is split in that proportion, in bytes, among the

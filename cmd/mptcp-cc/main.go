@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // mptcp-cc loads coupled MPTCP congestion controls and packet schedulers
 // (BPF struct_ops) into the running kernel and shows what every subflow is
 // doing. It only turns flags into calls of pkg/cc, pkg/sched and pkg/stats.

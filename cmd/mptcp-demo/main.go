@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // mptcp-demo shows mptcp-cc at work in one command: it builds an emulated
 // two-path network (two namespaces joined through a router by a fast
 // short path and a slower long one), loads a coupled congestion control,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // mptcp-lab runs experiments on emulated multipath networks with real
 // kernel MPTCP (pkg/lab). It only turns flags into calls of pkg/lab, and
 // makes sure a run leaves nothing behind however it ends:

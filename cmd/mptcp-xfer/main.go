@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // mptcp-xfer is the command-line face of pkg/xfer, the project's transfer
 // tool: a sink server, and a client that sends a number of bytes or for a
 // time over MPTCP or TCP with a chosen congestion control and prints what

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds the agent's container image from a static mptcp-cc binary:
 #
 #   deploy/container/build.sh BINARY IMAGE     e.g. bin/mptcp-cc localhost/mptcp-cc:0.1.0

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Assembles mptcp-cc_VERSION_ARCH.deb from what `make deb` built; run by
 # it, from the top of the source tree, with these variables set:
 #

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package debian
 
 import (
@@ -76,6 +78,10 @@ func checkPackage(t *testing.T, deb string, es []entry) {
 
 	data := t.TempDir()
 	run(t, "dpkg-deb", "--extract", deb, data)
+	// The machine-readable copyright file as written (TestCopyright checks it).
+	if readFile(t, filepath.Join(data, "usr/share/doc/mptcp-cc/copyright")) != readFile(t, "copyright") {
+		t.Error("/usr/share/doc/mptcp-cc/copyright is not deploy/debian/copyright")
+	}
 	sums := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(readFile(t, filepath.Join(ctrl, "md5sums"))), "\n") {
 		sum, p, ok := strings.Cut(l, "  ")

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Prints the Debian version of the checkout, from `git describe`:
 #
 #   v1.2.3                 -> 1.2.3

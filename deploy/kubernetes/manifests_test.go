@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The tests of the kustomize base in this directory: every manifest decodes
 // strictly into the upstream Kubernetes API types, the manifests agree with
 // each other (ports, labels, volumes, the config file's path) and with the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package prometheus_test checks the Prometheus rules in this directory:
 // promtool's own checks and unit tests (tests/*.yaml), that the unit tests
 // cover every rule, that rules and the Grafana dashboard name only metrics

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cli is the one command framework of the project's binaries
 // (mptcp-cc, mptcp-lab, mptcp-xfer, mptcp-demo). A binary is an App: a list
 // of Commands (or one Single command), each declared as data (name, summary,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cpustat reads how much CPU time the hypervisor took away from this
 // machine. Timing tests use it: on a virtual machine the host deschedules
 // the vCPUs at times (measured on the development VM: 4-7% of a run when

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kmsg reads the kernel log (/dev/kmsg) so that a test run can
 // fail on kernel faults it provoked: a WARN or BUG, an oops, a BPF or
 // struct_ops error. Records carry a sequence number, so "what was logged

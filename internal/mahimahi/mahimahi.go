@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mahimahi reads mahimahi packet-delivery traces: one millisecond
 // timestamp per line, each a delivery opportunity of one MTU-sized packet;
 // the last timestamp is the period after which the trace repeats.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package servetest runs `mptcp-cc serve` as a child process for tests, as
 // an operator's init system would: its log kept, the metrics address it
 // announces, signals, and its exit. The process is killed at cleanup if the

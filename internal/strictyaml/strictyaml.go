@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package strictyaml decodes YAML into tagged Go structs strictly, with
 // messages for people: a key that names no field is an error that gives
 // the field's path, its line, the fields that exist there and the closest

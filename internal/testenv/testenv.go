@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testenv is the base the tests share, whatever they test: root,
 // unique names, network namespaces, listeners inside them, the gates of the
 // long runs, and binaries built once per test process. Everything a test

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testkernel is what the tests of the kernel side share, on top of
 // internal/testenv: a private bpffs for pins, congestion controls loaded
 // under unique names, emulated networks (pkg/topo) and MPTCP transfers

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package version holds what the build stamps into the binaries: the
 // Makefile sets both with -ldflags -X.
 package version

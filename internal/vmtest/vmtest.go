@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vmtest runs commands inside a VM booted on the shared test kernel
 // (../shared/kernels/mptcp-bpf-sched: Linux 7.3 with mptcp_net-next's BPF
 // packet scheduler hook, which no released kernel has), so tests can use

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package abi is the one Go side of what the BPF programs share with user
 // space: every struct a map, a ring buffer or a parameter carries, and the
 // enums that give its fields meaning, from bpf/include/cc_types.h

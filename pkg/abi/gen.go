@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package abi
 
 // The types BPF shares with Go, from the BTF of bpf/abi.bpf.c (an object

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ackwatch watches a receiver's ACK decisions in one network
 // namespace, read-only, per kind of socket (plain TCP, MPTCP subflow): how
 // many ACKs the kernel left to its delayed-ACK timer, which of

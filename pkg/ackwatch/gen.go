@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package ackwatch
 
 // The read-only watch on a receiver's ACK decisions. The compiler comes

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package blocking measures receive-buffer blocking time on MPTCP
 // connections: how long data that has reached the receiving host waits
 // before the application can read it, because earlier data (sent on a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bpfreno registers the kernel's own Reno through BPF struct_ops
 // (bpf/bpfreno.bpf.c): every callback is a BPF program that calls the
 // kernel's Reno function. It is a measuring instrument: against the

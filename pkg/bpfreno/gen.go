@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package bpfreno
 
 // The kernel's Reno through struct_ops. The compiler comes from $BPF2GO_CC

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cawatch watches the congestion state of every TCP socket (MPTCP
 // subflows included) of one network namespace, read-only, for windows no
 // congestion control could have set: the ssthresh anomaly of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package cawatch
 
 // The read-only watch on congestion state. The compiler comes from

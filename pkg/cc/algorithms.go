@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cc loads the coupled congestion controls into the kernel, keeps them
 // registered after the loading process exits by pinning their struct_ops
 // links in bpffs, lists them and unloads them.

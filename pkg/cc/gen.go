@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package cc
 
 // One object per algorithm, each built from its own file in bpf/cc/. The

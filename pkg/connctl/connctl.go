@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package connctl changes live MPTCP connections: SetCC switches the
 // congestion control of every subflow of one connection, found by its token.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package connctl
 
 // The iter/tcp program that switches the congestion control of a live

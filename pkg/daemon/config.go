@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package daemon is `mptcp-cc serve`: it loads the configured congestion
 // controls (adopting those a previous run left pinned), attaches the
 // per-cgroup policies, serves Prometheus metrics built from the BPF maps at

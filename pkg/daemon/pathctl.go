@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package daemon
 
 // The path controller in the daemon: it follows the MPTCP connections of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package daemon
 
 // The packet schedulers: loading or adopting the configured ones, giving

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package doctor tells an operator whether this host is ready for
 // mptcp-cc, and what to do where it is not: one finding per check, each
 // with its fix. `mptcp-cc doctor` prints them. The checks read only; none

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package events follows MPTCP connections and their subflows through the
 // kernel's mptcp_pm netlink events (pkg/mptcpnl): which connections exist,
 // the path manager's address ids of each subflow, when they opened and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kernel answers what every command asks before it touches the
 // kernel: may this process load BPF, is bpffs mounted, which congestion
 // controls are registered.

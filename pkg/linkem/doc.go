@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package linkem emulates network links in user space between two network
 // namespaces. It exists because the lab kernel has neither sch_netem nor
 // sch_fq, so delay, loss, rate and queue limits cannot be set with tc.

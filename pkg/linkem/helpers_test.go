@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package linkem
 
 // Helpers for the tests that need root: namespaces, paths and small traffic

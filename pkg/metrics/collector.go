@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package metrics exports the state of the loaded congestion controls to
 // Prometheus. Everything is read from the BPF maps at scrape time by a
 // prometheus.Collector: nothing is cached between scrapes, so a subflow that

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package model
 
 // LISARepay is mpcc_lisa_pay (bpf/include/cc_lisa.h): the window and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package model is the Go reference of every congestion control in bpf/cc/: the
 // same integer arithmetic, step for step, so that a decision the BPF program
 // recorded can be replayed here and must come out bit-identical (the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mptcpd runs mptcpd, the Multipath TCP daemon (Debian package
 // mptcpd 0.12), as the path manager of one network namespace.
 //

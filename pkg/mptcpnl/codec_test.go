@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package mptcpnl
 
 // Pure encode/decode tests; no kernel needed. Fixtures are built with

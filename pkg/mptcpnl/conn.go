@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mptcpnl is a small client for the kernel's "mptcp_pm" generic
 // netlink family: the in-kernel path manager's endpoints and limits (what
 // `ip mptcp endpoint` and `ip mptcp limits` manage) and the mptcp_pm_events

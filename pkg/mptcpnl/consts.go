@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package mptcpnl
 
 // The numeric values below are kernel ABI. Each block says where it comes

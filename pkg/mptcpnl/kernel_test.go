@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package mptcpnl
 
 // Tests against the running kernel. They need root, create their own network

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package netns creates named network namespaces (the ones `ip netns` shows)
 // and runs code inside them.
 //

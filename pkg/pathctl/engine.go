@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pathctl is the path controller: PAPD's mode selection (seed 004)
 // carried out on any kernel through the MPTCP backup flag (MP_PRIO), which
 // the kernel's default scheduler honours - a backup subflow is used only

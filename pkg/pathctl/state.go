@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package pathctl
 
 // What a running controller publishes for `mptcp-cc top`: one JSON file per

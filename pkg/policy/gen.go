@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package policy
 
 // The cgroup sock_ops program of the per-cgroup policy. The compiler comes

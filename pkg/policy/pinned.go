@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package policy
 
 // Reading what is pinned: the list of policies, their rules and counters.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package policy attaches per-cgroup congestion control policies: a cgroup
 // sock_ops BPF program (bpf/policy.bpf.c) that gives every MPTCP subflow
 // created by a process in a cgroup v2 (and below it) a chosen congestion

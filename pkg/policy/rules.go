@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package policy
 
 // The rules map's key and value: how a Rule is encoded for the BPF program

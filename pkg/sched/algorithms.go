@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sched loads the MPTCP packet schedulers (bpf/sched/) into a
 // kernel that has the BPF scheduler hook, keeps them registered after the
 // loading process exits by pinning their struct_ops links in bpffs, lists

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package sched
 
 // One object per scheduler, each built from its own file in bpf/sched/

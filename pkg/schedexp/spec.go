@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package schedexp defines the packet-scheduler experiments of the seed
 // papers and renders their results (docs/results/sched.md):
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // BLEST mirrors bpf/sched/blest.bpf.c (Ferlin et al., IFIP Networking

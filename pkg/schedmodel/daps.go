@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // DAPS mirrors bpf/sched/daps.bpf.c: the next in-order data goes on a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // ECF mirrors bpf/sched/ecf.bpf.c (Lim et al., CoNEXT 2017, Algorithm 1);

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // The question of bpf/include/sched_fastslow.h, under the same names.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // Builders for the model tables: a subflow is established, its send

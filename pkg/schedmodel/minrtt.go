@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // MinRTT mirrors bpf/sched/minrtt.bpf.c.

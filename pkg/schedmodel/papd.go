@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // PAPD mirrors bpf/sched/papd.bpf.c: measured rates choose, per period,

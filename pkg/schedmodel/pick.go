@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // The questions of bpf/include/sched_pick.h, under the same names.

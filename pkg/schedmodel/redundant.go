@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // Redundant mirrors bpf/sched/redundant.bpf.c: every usable subflow of the

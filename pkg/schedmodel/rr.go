@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // RR mirrors bpf/sched/rr.bpf.c: the next usable subflow by kernel id

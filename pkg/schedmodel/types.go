@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package schedmodel holds the reference models of the packet schedulers in
 // bpf/sched/: the same decision, in Go, from the same snapshot. The models
 // take the structs of bpf/include/sched_types.h themselves, as pkg/abi

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package schedmodel
 
 // Weighted mirrors bpf/sched/weighted.bpf.c: new data split in bytes by

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sockdiag lists TCP sockets (plain TCP connections and MPTCP
 // subflows) the way `ss -ti` sees them: NETLINK_SOCK_DIAG, inet_diag with
 // tcp_info, the congestion control, and for a subflow the token of its

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package stats turns the per-subflow BPF map (struct mpcc_subflow in
 // bpf/include/cc_types.h) into typed records, one per live subflow.
 package stats

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package structops registers a BPF struct_ops object (a congestion
 // control, a packet scheduler) with the kernel so that it outlives the
 // loading process, and unregisters it: the one way pkg/cc and pkg/sched

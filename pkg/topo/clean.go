@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package topo
 
 // Housekeeping of named namespaces: the processes inside them, and what a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package topo
 
 // The pieces every network is made of: veth pairs, tbf shaping, emulated

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package topo builds emulated multipath networks out of network namespaces:
 // a client and a server joined through a router by several paths, each path
 // crossing one of the router's bottleneck links toward the server.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package xfer is the project's own transfer tool: a sink server and a
 // sending client over MPTCP (or TCP), with the congestion control chosen per
 // socket, byte counts the receiver measures (what was delivered, not what sat

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // kmsg-guard runs a command (the test suite, the soak) and fails if the
 // kernel logged a fault while it ran: a WARN, BUG or oops, a sanitizer
 // report, a BPF or struct_ops error (internal/kmsg). A fault that

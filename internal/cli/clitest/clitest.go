@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package clitest checks, from the outside, that a cli.App keeps the
 // framework's promises for every command: `-h` and `help CMD` go to stdout
 // with exit 0; the help shows flags with two dashes and a value name, with

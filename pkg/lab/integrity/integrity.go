@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package integrity reproduces the kernel fault our transfers found: MPTCP
 // connections that deliver the right number of bytes, but wrong ones. It
 // runs many short connections per arm (a congestion control, with options:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Reading a run's raw results back, to summarise them again or to chart
 // one repetition.
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package report turns the results of scenario runs into summaries,
 // tables and charts. It needs no root and no kernel: everything it reads
 // and writes is files (what pkg/lab/runner wrote, or committed copies).

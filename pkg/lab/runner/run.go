@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runner runs experiments on emulated multipath networks with real
 // kernel MPTCP (it needs root): for a scenario file (pkg/lab/scenario) Run
 // builds the network (pkg/topo), loads the congestion controls the flows

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package scenario
 
 import "gopkg.in/yaml.v3"

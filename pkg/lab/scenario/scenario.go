@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package scenario is the lab's scenario language (docs/lab.md,
 // testdata/scenarios): it reads a scenario file, checks it strictly (every
 // error names the file, the line and the field) and resolves it into one

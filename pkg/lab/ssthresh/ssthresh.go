@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ssthresh runs the arms that tell where the ssthresh anomaly
 // (docs/kernel-faults.md, section 2) comes from: the same lossy load on
 // every arm (a congestion control on MPTCP subflows, or on plain TCP),
