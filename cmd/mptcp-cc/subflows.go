@@ -4,10 +4,10 @@ package main
 
 import (
 	"encoding/json"
-	"math"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 	"time"
 

@@ -11,23 +11,31 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/internal/version"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 func cmdVersion(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	return func(_ []string, out io.Writer) error {
+		abi, err := cc.ABI()
+		if err != nil {
+			return err
+		}
 		v := struct {
-			Version string          `json:"version"`
-			Commit  string          `json:"commit"`
-			Go      string          `json:"go"`
-			Ebpf    string          `json:"cilium_ebpf"`
-			Kernel  kernel.Features `json:"kernel"`
-		}{version.Version, version.Commit, runtime.Version(), moduleVersion("github.com/cilium/ebpf"), kernel.Probe()}
+			Version string `json:"version"`
+			Commit  string `json:"commit"`
+			// BPFABI is the layout hash of the maps the CCs pin
+			// (`mptcp-cc upgrade` replaces in place only within one).
+			BPFABI string          `json:"bpf_abi"`
+			Go     string          `json:"go"`
+			Ebpf   string          `json:"cilium_ebpf"`
+			Kernel kernel.Features `json:"kernel"`
+		}{version.Version, version.Commit, abi, runtime.Version(), moduleVersion("github.com/cilium/ebpf"), kernel.Probe()}
 		if *asJSON {
 			return cli.WriteJSON(out, v)
 		}
-		fmt.Fprintf(out, "mptcp-cc %s (commit %s), %s, cilium/ebpf %s\n", v.Version, v.Commit, v.Go, v.Ebpf)
+		fmt.Fprintf(out, "mptcp-cc %s (commit %s, BPF ABI %s), %s, cilium/ebpf %s\n", v.Version, v.Commit, v.BPFABI, v.Go, v.Ebpf)
 		writeKernelVerdicts(out, v.Kernel)
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+
 	"github.com/mptcp-cc/mptcp-cc/internal/cli/clitest"
 )
 
@@ -24,6 +26,7 @@ func TestVersion(t *testing.T) {
 	var v struct {
 		Version, Commit, Go string
 		Ebpf                string `json:"cilium_ebpf"`
+		BPFABI              string `json:"bpf_abi"`
 		Kernel              struct {
 			Release string
 			BTF     bool `json:"btf"`
@@ -40,6 +43,10 @@ func TestVersion(t *testing.T) {
 	}
 	if v.Version == "" || !strings.HasPrefix(v.Go, "go") || !strings.HasPrefix(v.Ebpf, "v") || v.Kernel.Release == "" {
 		t.Errorf("version: %+v", v)
+	}
+	// The BPF ABI: what a loaded CC's build record carries, 16 hex digits.
+	if abi, err := cc.ABI(); err != nil || v.BPFABI != abi || len(abi) != 16 {
+		t.Errorf("version's BPF ABI %q; cc.ABI() %q %v", v.BPFABI, abi, err)
 	}
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil && (!v.Kernel.BTF || !v.Kernel.CC) {
 		t.Errorf("this kernel has BTF and tcp_congestion_ops struct_ops; version says %+v", v.Kernel)

@@ -74,9 +74,9 @@ func register(name, ops string) (*Reno, error) {
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("bpfreno: the kernel's verifier rejected it (it needs BPF struct_ops for tcp_congestion_ops and the tcp_reno_* kfuncs, Linux 5.13 or later): %+v", ve)
+			return nil, fmt.Errorf("bpfreno: the kernel's verifier rejected it (it needs BPF struct_ops for tcp_congestion_ops and the tcp_reno_* kfuncs, through a struct_ops link: Linux 6.4 or later): %+v", ve)
 		}
-		return nil, fmt.Errorf("bpfreno: loading (it needs BPF struct_ops for tcp_congestion_ops and the tcp_reno_* kfuncs, Linux 5.13 or later): %w", err)
+		return nil, fmt.Errorf("bpfreno: loading (it needs BPF struct_ops for tcp_congestion_ops and the tcp_reno_* kfuncs, through a struct_ops link: Linux 6.4 or later): %w", err)
 	}
 	l, err := link.AttachStructOps(link.StructOpsOptions{Map: coll.Maps[opsMap]})
 	if err != nil {

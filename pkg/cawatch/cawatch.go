@@ -152,7 +152,7 @@ func Start(o Options) (*Watch, error) {
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("cawatch: the kernel's verifier rejected the watch: %+v", ve)
 		}
-		return nil, fmt.Errorf("cawatch: loading (it needs BTF tracing programs and the tcp_cong_state_set, tcp_cwnd_reduction_tp and tcp_probe tracepoints, Linux 6.1 or later): %w", err)
+		return nil, fmt.Errorf("cawatch: loading (it needs BTF tracing programs and the tcp_cong_state_set, tcp_cwnd_reduction_tp and tcp_probe tracepoints: tcp_cwnd_reduction_tp came in Linux 6.15): %w", err)
 	}
 	ok := false
 	defer func() {

@@ -94,3 +94,26 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 	u.To = b
 	return u, err
 }
+
+// ABI is the ABI hash (structops.ABIHash) of the maps this build's
+// congestion controls pin: every algorithm's, which are one layout
+// (bpf/include/cc_maps.h). A registration whose build record has another
+// cannot be upgraded in place.
+func ABI() (string, error) {
+	var abi string
+	for _, a := range algorithms {
+		spec, err := a.Spec()
+		if err != nil {
+			return "", err
+		}
+		h, err := structops.ABIHash(spec, pinnedMaps)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", a.Name, err)
+		}
+		if abi != "" && h != abi {
+			return "", fmt.Errorf("the algorithms' pinned maps differ in layout (%s: %s, others %s): bpf/include/cc_maps.h is their one definition", a.Name, h, abi)
+		}
+		abi = h
+	}
+	return abi, nil
+}
