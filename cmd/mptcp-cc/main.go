@@ -75,7 +75,7 @@ func main() {
 // can see or change").
 func needsRoot(err error, root string) error {
 	if errors.Is(err, os.ErrPermission) {
-		return fmt.Errorf("reading the pins under %s needs root (CAP_BPF and CAP_SYS_ADMIN; without root, the metrics on loopback show the same numbers): %w", root, err)
+		return fmt.Errorf("reading the pins under %s needs root (they are root's alone; without root, the metrics on loopback show the same numbers): %w", root, err)
 	}
 	return err
 }

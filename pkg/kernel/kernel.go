@@ -16,8 +16,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The capabilities mptcp-cc needs, stated once: the error below, `doctor`,
+// the systemd unit (deploy/mptcp-cc.service, checked by a test) and
+// docs/fleet.md's table say the same.
+var (
+	// RequiredCapabilities load, pin and attach: CAP_BPF for bpf(2),
+	// CAP_PERFMON for struct_ops programs (the CCs read struct sock),
+	// CAP_NET_ADMIN for sock_ops programs (the policies) and the mptcp_pm
+	// events. CAP_SYS_ADMIN alone also does (Sufficient).
+	RequiredCapabilities = []string{"CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN"}
+	// OptionalCapabilities: CAP_SYS_ADMIN mounts bpffs where nothing is
+	// mounted and enters named network namespaces (the daemon's
+	// events.namespaces); without it those two are refused.
+	OptionalCapabilities = []string{"CAP_SYS_ADMIN"}
+)
+
 // ErrNotRoot says the process lacks the capabilities to load BPF.
-var ErrNotRoot = errors.New("needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN): run it with sudo")
+var ErrNotRoot = errors.New("needs root, or " + strings.Join(RequiredCapabilities[:2], ", ") + " and " + RequiredCapabilities[2] + ": run it with sudo")
 
 // AvailablePath lists the registered congestion controls.
 const AvailablePath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
