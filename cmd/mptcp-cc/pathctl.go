@@ -34,7 +34,7 @@ While it runs, it publishes what it decided under --state-dir, where
 controller on every matching connection (docs/daemon.md, "Path controller").`
 
 func cmdPathctl(fs *flag.FlagSet) cli.Action {
-	tokenFlag := fs.String("token", "", "the connection's `TOKEN`, hex, as `mptcp-cc subflows` or `ss -Mi` shows it")
+	tokenFlag := fs.String("token", "", "the connection's `TOKEN`, hex, as `ss -Mi` shows it (or `mptcp-cc subflows`, for connections that run one of its CCs)")
 	ns := fs.String("netns", "", "named network namespace `NAME` of the connection (`ip netns list`; default: this one)")
 	apply := fs.String("apply", "auto", "how flags reach the kernel, `MODE`: auto, connection (userspace PM) or endpoint (in-kernel PM)")
 	period := fs.Duration("period", 500*time.Millisecond, "sampling period")

@@ -69,7 +69,7 @@ func nsName(ns string) string {
 // so it leaves no flag behind.
 func Run(ctx context.Context, o Options) (err error) {
 	if o.Token == 0 {
-		return errors.New("pathctl: no connection token given (`mptcp-cc subflows` lists them)")
+		return errors.New("pathctl: no connection token given (`ss -Mi` shows every MPTCP connection's token; `mptcp-cc subflows` those that run one of mptcp-cc's congestion controls)")
 	}
 	cfg := o.Config.withDefaults()
 	sd, err := sockdiag.DialNS(o.NS)
@@ -113,7 +113,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			// none for a moment; two empty samples in a row is a close.
 			if gone++; gone >= 2 {
 				if !seen {
-					return fmt.Errorf("%w: no MPTCP subflow has token %08x in %s (`mptcp-cc subflows` lists them)", ErrNoConnection, o.Token, nsName(o.NS))
+					return fmt.Errorf("%w: no MPTCP subflow has token %08x in %s (`ss -Mi` shows every MPTCP connection's token; `mptcp-cc subflows` those that run one of mptcp-cc's congestion controls)", ErrNoConnection, o.Token, nsName(o.NS))
 				}
 				return nil
 			}
