@@ -82,7 +82,7 @@ const (
 	// remedyMPTCP: the sysctl is per network namespace.
 	remedyMPTCP = "`sysctl -w net.mptcp.enabled=1` in the namespace, on a kernel built with CONFIG_MPTCP=y"
 	remedySched = "no released kernel has it (checked through 7.3): boot a kernel built from " +
-		"mptcp_net-next's export branch, e.g. shared/kernels/mptcp-bpf-sched (docs/schedulers.md)"
+		"mptcp_net-next's export branch (docs/schedulers.md says how to check and test one)"
 )
 
 // feature is how one verdict is decided: the BTF fact that is exact for
