@@ -27,7 +27,9 @@ is interrupted, and clears every flag it set before it exits.
 
 --apply connection needs the userspace path manager (net.mptcp.pm_type=1,
 as mptcpd runs); --apply endpoint flags the in-kernel path manager's
-endpoint, which every connection using it follows. auto picks by pm_type.
+endpoint, which every connection using it follows, present and future.
+auto (the default) is connection under the userspace path manager and
+refuses under the in-kernel one: endpoint mode only when asked by name.
 
 While it runs, it publishes what it decided under --state-dir, where
 ` + "`mptcp-cc top`" + ` reads it (its PATH column). ` + "`mptcp-cc serve`" + ` runs the same
@@ -84,6 +86,14 @@ func cmdPathctl(fs *flag.FlagSet) cli.Action {
 		// root: /run is not writable) is said once and changes nothing else.
 		publish := func(pathctl.ConnState) {}
 		if *stateDir != "" {
+			// Flags a killed controller left on endpoints go first.
+			cleared, err := pathctl.ClearLeftFlags(*stateDir)
+			for _, c := range cleared {
+				fmt.Fprintf(os.Stderr, "mptcp-cc pathctl: cleared the backup flag a killed controller left on %s\n", c)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "mptcp-cc pathctl: %v\n", err)
+			}
 			pub := pathctl.NewPublisher(*stateDir, "pathctl", func(err error) {
 				fmt.Fprintf(os.Stderr, "mptcp-cc pathctl: not shown in `mptcp-cc top`: %v\n", err)
 			})

@@ -298,6 +298,15 @@ func (m *pathManager) sync(ctx context.Context, cfg Pathctl) {
 	want := cfg.namespaces()
 
 	if cfg.Enabled && m.pubDir != cfg.StateDir {
+		// Flags a killed controller left on endpoints: cleared before
+		// anything is controlled again (its state file says which).
+		cleared, err := pathctl.ClearLeftFlags(cfg.StateDir)
+		for _, c := range cleared {
+			m.log.Info("path controller: cleared a backup flag a killed controller left", "endpoint", c)
+		}
+		if err != nil {
+			m.log.Warn("path controller: clearing the flags a killed controller left", "err", err)
+		}
 		m.closePublisher()
 		m.pub = pathctl.NewPublisher(cfg.StateDir, "serve", func(err error) {
 			m.log.Warn("path controller: cannot publish its state for `mptcp-cc top`", "err", err)

@@ -29,9 +29,16 @@ const (
 	// subflow's local address: every connection using that endpoint,
 	// present and future, treats its subflows there as backup.
 	PerEndpoint Apply = "endpoint"
-	// Auto is PerConnection under the userspace path manager, else PerEndpoint.
+	// Auto is PerConnection under the userspace path manager; under the
+	// in-kernel one Run refuses it (ErrEndpointNotAsked): flagging an
+	// endpoint changes every connection that uses it, which a caller must
+	// ask for by name.
 	Auto Apply = "auto"
 )
+
+// ErrEndpointNotAsked: Auto under the in-kernel path manager, where only
+// endpoints can be flagged.
+var ErrEndpointNotAsked = errors.New("the in-kernel path manager can flag only endpoints, and flagging one changes every connection that uses it, present and future")
 
 // Options for Run.
 type Options struct {
@@ -84,10 +91,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer pm.Close()
 	apply := o.Apply
 	if apply == "" || apply == Auto {
-		apply = PerEndpoint
-		if t, err := pmType(o.NS); err == nil && t == 1 {
-			apply = PerConnection
+		if t, err := pmType(o.NS); err != nil || t != 1 {
+			return fmt.Errorf("pathctl: %s runs the in-kernel path manager: %w. Ask for it with --apply endpoint (the daemon: pathctl.apply: endpoint) where every connection should follow, or run the userspace path manager (net.mptcp.pm_type=1, as mptcpd does) for one connection's flags (docs/pathctl.md)", nsName(o.NS), ErrEndpointNotAsked)
 		}
+		apply = PerConnection
 	}
 	if cfg.ResetStalled && apply != PerConnection {
 		return fmt.Errorf("pathctl: closing stalled subflows needs per-connection control, and %s runs the in-kernel path manager (or --apply endpoint was given): run the userspace one (net.mptcp.pm_type=1, as mptcpd does) with --apply connection or auto", nsName(o.NS))
