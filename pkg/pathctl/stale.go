@@ -3,16 +3,11 @@
 package pathctl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 )
@@ -24,30 +19,18 @@ import (
 // files. A process that stopped cleanly removed its file and its flags.
 // It returns what it cleared, one line each, for the log.
 func ClearLeftFlags(dir string) (cleared []string, err error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, e := range ents {
-		pid, perr := strconv.Atoi(strings.TrimSuffix(e.Name(), ".json"))
-		if !strings.HasSuffix(e.Name(), ".json") || perr != nil || pid <= 0 || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
-			continue // not a state file, or its process still runs
+	files, err := stateFiles(dir)
+	errs := []error{err}
+	for _, f := range files {
+		if !f.gone {
+			continue // its process still runs
 		}
-		file := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(file)
+		s, err := readState(f.path)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		var s State
-		if err := json.Unmarshal(b, &s); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", file, err))
-			continue
-		}
+		pid, file := f.pid, f.path
 		ok := true
 		for _, c := range s.Connections {
 			if c.Apply != PerEndpoint {

@@ -216,25 +216,14 @@ func (p *Publisher) Close() error {
 // publishes in dir; a missing dir is none. Files of processes that are
 // gone (killed before they could remove them) are skipped.
 func ReadStates(dir string) ([]State, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+	files, err := stateFiles(dir)
 	var out []State
-	var errs []error
-	for _, e := range ents {
-		name := e.Name()
-		pid, err := strconv.Atoi(strings.TrimSuffix(name, ".json"))
-		if !strings.HasSuffix(name, ".json") || err != nil || pid <= 0 {
+	errs := []error{err}
+	for _, f := range files {
+		if f.gone {
 			continue
 		}
-		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		s, err := readState(f.path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // removed as its process stopped
 		}
@@ -242,12 +231,47 @@ func ReadStates(dir string) ([]State, error) {
 			errs = append(errs, err)
 			continue
 		}
-		var s State
-		if err := json.Unmarshal(b, &s); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", filepath.Join(dir, name), err))
-			continue
-		}
 		out = append(out, s)
 	}
 	return out, errors.Join(errs...)
+}
+
+// stateFile is one <pid>.json in a state directory.
+type stateFile struct {
+	path string
+	pid  int
+	gone bool // no process has the pid: killed before it removed the file
+}
+
+// stateFiles lists dir's state files; a missing dir has none.
+func stateFiles(dir string) ([]stateFile, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []stateFile
+	for _, e := range ents {
+		name := e.Name()
+		pid, err := strconv.Atoi(strings.TrimSuffix(name, ".json"))
+		if !strings.HasSuffix(name, ".json") || err != nil || pid <= 0 {
+			continue
+		}
+		out = append(out, stateFile{filepath.Join(dir, name), pid, errors.Is(unix.Kill(pid, 0), unix.ESRCH)})
+	}
+	return out, nil
+}
+
+func readState(file string) (State, error) {
+	var s State
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", file, err)
+	}
+	return s, nil
 }
