@@ -28,7 +28,8 @@ func debian61() string {
 // links, no bpf_rdonly_cast), every command that loads BPF refuses before
 // it touches anything (serve: before it binds or loads): exit 1, a message naming each missing feature with
 // the Linux version that brings it and the remedy, and nothing under
-// /sys/fs/bpf. `version` says the same. About a minute and a half under
+// /sys/fs/bpf. `version` says the same, and `doctor` says the host is not
+// ready, with the same remedy. About a minute and a half under
 // TCG (docs/kernels.md).
 func TestInVMDebian61Refuses(t *testing.T) {
 	testenv.RequireRoot(t)
@@ -41,6 +42,7 @@ func TestInVMDebian61Refuses(t *testing.T) {
 		{"policy", "attach", "--cgroup", "/sys/fs/cgroup", "--algo", "cubic"},
 		{"set", "--token", "1234abcd", "--algo", "cubic"},
 		{"serve", "--config", "CONFIG", "--events.disable"},
+		{"doctor"},
 	}
 	// serve's configuration, in a directory the guest sees (its /tmp is
 	// its own; quotes and escapes do not survive virtme-ng's command line)
@@ -49,7 +51,7 @@ func TestInVMDebian61Refuses(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("algorithms:\n  - algo: olia\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmds[len(cmds)-1][2] = cfg
+	cmds[4][2] = cfg
 	// Short: virtme-ng passes the command on the guest kernel's command
 	// line (2048 bytes on x86), and a longer one never ran.
 	var script strings.Builder
@@ -79,6 +81,8 @@ func TestInVMDebian61Refuses(t *testing.T) {
 			wantRC = "@@ rc=0"
 			want = append(want, "BPF struct_ops links (BPF_F_LINK)                no   (Linux 6.4;",
 				"load: refused", "policy attach: refused", "set: refused")
+		case "doctor":
+			want = append(want, "fail  kernel", "NOT READY")
 		case "load", "serve":
 			want = append(want, "BPF struct_ops links (BPF_F_LINK), which Linux 6.4 brings", "Linux 6.4 or newer", "(`mptcp-cc "+c[0]+"`)")
 		default:
