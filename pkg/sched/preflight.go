@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/cilium/ebpf/btf"
-
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
@@ -41,12 +39,13 @@ const Experimental = "experimental: needs a kernel with the BPF MPTCP scheduler 
 // CheckHook fails with ErrNoHook, which names the missing kernel feature
 // and the kernel that has it, unless this kernel can register a BPF MPTCP
 // scheduler. It needs no privileges.
+// The kernel preflight decides it, as it decides every feature.
 func CheckHook() error {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return fmt.Errorf("the kernel has no readable BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y): %v; and %w", err, ErrNoHook)
+	f := kernel.Probe()
+	if !f.BTF {
+		return fmt.Errorf("the kernel has no readable BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF=y): %s; and %w", f.Err, ErrNoHook)
 	}
-	if _, err := spec.AnyTypeByName("bpf_struct_ops_mptcp_sched_ops"); err != nil {
+	if !f.SchedStructOps {
 		return ErrNoHook
 	}
 	return nil
