@@ -42,7 +42,7 @@ func sysctl(o Options, path string) (value string, ok bool, err error) {
 }
 
 func checkKernel(o Options, r *report) {
-	f := kernel.Probe()
+	f := r.features
 	for _, n := range []struct {
 		need kernel.Need
 		sev  Severity
@@ -56,7 +56,7 @@ func checkKernel(o Options, r *report) {
 }
 
 func checkPrivileges(o Options, r *report) {
-	if err := kernel.CheckPrivileges(); err != nil {
+	if err := r.privErr; err != nil {
 		r.add(Finding{Check: "privileges", Severity: Info,
 			Summary: "not run with the privileges mptcp-cc needs to load (" + err.Error() + "): the loaded algorithms could not be read",
 			Fix:     "run `sudo mptcp-cc doctor` to check them too"})
@@ -143,10 +143,7 @@ func checkDefaults(o Options, r *report) {
 		r.add(Finding{Check: "defaults", Severity: Warn, Summary: fmt.Sprintf("cannot read the default congestion control of %s: %v", where(o), err)})
 		return
 	}
-	loaded, err := cc.List(o.PinRoot)
-	if err != nil {
-		loaded = nil // privileges: checkAlgorithms says so
-	}
+	loaded := r.loaded // nil without privileges: checkPrivileges says so
 	ours := false
 	for _, l := range loaded {
 		ours = ours || l.Name == def
@@ -180,10 +177,10 @@ func checkDefaults(o Options, r *report) {
 }
 
 func checkAlgorithms(o Options, r *report) {
-	if kernel.CheckPrivileges() != nil {
+	if r.privErr != nil {
 		return // checkPrivileges said so
 	}
-	loaded, err := cc.List(o.PinRoot)
+	loaded, err := r.loaded, r.loadedErr
 	if err != nil {
 		r.add(Finding{Check: "algorithms", Severity: Warn, Summary: fmt.Sprintf("reading the pins under %s: %v", o.PinRoot, err)})
 		return
@@ -252,7 +249,7 @@ func checkIntegrity(o Options, r *report) {
 }
 
 func checkSchedulers(o Options, r *report) {
-	if kernel.Probe().SchedStructOps {
+	if r.features.SchedStructOps {
 		r.add(Finding{Check: "schedulers", Severity: OK, Summary: "the kernel has the BPF MPTCP scheduler hook: `mptcp-cc sched load` works (experimental)"})
 		return
 	}

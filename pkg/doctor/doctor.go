@@ -9,6 +9,9 @@ package doctor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // Severity grades a finding.
@@ -57,7 +60,15 @@ var checks = []check{
 	checkSchedulers,
 }
 
-type report struct{ findings []Finding }
+// report collects the findings, and holds what more than one check reads,
+// read once: the kernel's features, the privileges, the loaded algorithms.
+type report struct {
+	findings  []Finding
+	features  kernel.Features
+	privErr   error       // kernel.CheckPrivileges
+	loaded    []cc.Loaded // under Options.PinRoot; nil when unreadable
+	loadedErr error
+}
 
 func (r *report) add(f Finding) { r.findings = append(r.findings, f) }
 
@@ -66,7 +77,10 @@ func Run(o Options) []Finding {
 	if o.PinRoot == "" {
 		o.PinRoot = "/sys/fs/bpf/mptcp-cc"
 	}
-	r := &report{}
+	r := &report{features: kernel.Probe(), privErr: kernel.CheckPrivileges()}
+	if r.privErr == nil {
+		r.loaded, r.loadedErr = cc.List(o.PinRoot)
+	}
 	for _, c := range checks {
 		c(o, r)
 	}
