@@ -87,11 +87,7 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 		}
 		return v.Set(uint64(gen) << idGenerationShift)
 	}
-	if _, err := structops.Upgrade(obj, filepath.Join(root, name), u.To, prepare); err != nil {
-		return u, err
-	}
-	b, _, err := structops.ReadBuild(filepath.Join(root, name))
-	u.To = b
+	_, u.To, err = structops.Upgrade(obj, filepath.Join(root, name), u.To, prepare)
 	return u, err
 }
 

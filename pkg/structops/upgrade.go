@@ -33,7 +33,8 @@ var (
 // were. New sockets get the new programs; a socket that already runs the
 // registration keeps the old ones to its end (the kernel holds the old
 // struct_ops map while a socket uses it). The new build record, with the
-// generation one above the old, replaces the old one.
+// generation one above the old, replaces the old one; Upgrade returns
+// both.
 //
 // prepare, if not nil, adjusts the new object before it loads, knowing
 // the old build and the new generation (the CCs start their subflow ids
@@ -42,30 +43,30 @@ var (
 //
 // Nothing changes when it fails: the new object is closed, and the link
 // still holds the old programs.
-func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.CollectionSpec, old Build, gen uint8) error) (old Build, err error) {
+func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.CollectionSpec, old Build, gen uint8) error) (old, now Build, err error) {
 	name := filepath.Base(dir)
 	old, recorded, err := ReadBuild(dir)
 	if err != nil {
-		return old, err
+		return old, build, err
 	}
 	spec, err := obj.Spec()
 	if err != nil {
-		return old, fmt.Errorf("reading the %s object: %w", obj.Algo, err)
+		return old, build, fmt.Errorf("reading the %s object: %w", obj.Algo, err)
 	}
 	if build.ABI, err = ABIHash(spec, obj.Maps); err != nil {
-		return old, err
+		return old, build, err
 	}
 	if recorded && old.ABI != build.ABI {
-		return old, fmt.Errorf("%s: %w (pinned %s, this build %s): `mptcp-cc unload --name %s` and load it again; connections keep the programs they run", name, ErrABIChanged, old.ABI, build.ABI, name)
+		return old, build, fmt.Errorf("%s: %w (pinned %s, this build %s): `mptcp-cc unload --name %s` and load it again; connections keep the programs they run", name, ErrABIChanged, old.ABI, build.ABI, name)
 	}
 	if old.Generation == 255 {
-		return old, fmt.Errorf("%s has been upgraded in place 255 times: unload and load it again to reset its generation", name)
+		return old, build, fmt.Errorf("%s has been upgraded in place 255 times: unload and load it again to reset its generation", name)
 	}
 	build.Generation = old.Generation + 1
 
 	opsName, err := SetName(spec, name)
 	if err != nil {
-		return old, err
+		return old, build, err
 	}
 	// The registration's maps replace the object's own: the same layout
 	// (checked by the ABI hash, or for a registration without a build
@@ -79,12 +80,12 @@ func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.Collec
 	for _, m := range obj.Maps {
 		pinned, err := ebpf.LoadPinnedMap(filepath.Join(dir, m), nil)
 		if err != nil {
-			return old, fmt.Errorf("opening %s's pinned %s: %w", name, m, err)
+			return old, build, fmt.Errorf("opening %s's pinned %s: %w", name, m, err)
 		}
 		repl[m] = pinned
 		ms := spec.Maps[m]
 		if pinned.Type() != ms.Type || pinned.KeySize() != ms.KeySize || pinned.ValueSize() != ms.ValueSize {
-			return old, fmt.Errorf("%s: %w (its %s map is %s %d/%d, this build's %s %d/%d)", name, ErrABIChanged, m,
+			return old, build, fmt.Errorf("%s: %w (its %s map is %s %d/%d, this build's %s %d/%d)", name, ErrABIChanged, m,
 				pinned.Type(), pinned.KeySize(), pinned.ValueSize(), ms.Type, ms.KeySize, ms.ValueSize)
 		}
 		ms.MaxEntries = pinned.MaxEntries()
@@ -92,34 +93,34 @@ func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.Collec
 	}
 	if prepare != nil {
 		if err := prepare(spec, old, build.Generation); err != nil {
-			return old, err
+			return old, build, err
 		}
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return old, fmt.Errorf("the kernel's verifier rejected %s: %+v", obj.Algo, ve)
+			return old, build, fmt.Errorf("the kernel's verifier rejected %s: %+v", obj.Algo, ve)
 		}
-		return old, fmt.Errorf("loading %s: %w", obj.Algo, err)
+		return old, build, fmt.Errorf("loading %s: %w", obj.Algo, err)
 	}
 	defer coll.Close()
 
 	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
 	if err != nil {
-		return old, fmt.Errorf("opening %s's struct_ops link: %w", name, err)
+		return old, build, fmt.Errorf("opening %s's struct_ops link: %w", name, err)
 	}
 	defer l.Close()
 	if err := updateStructOpsLink(l, coll.Maps[opsName]); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {
-			return old, fmt.Errorf("%s: %w: %v", name, ErrNoLinkUpdate, err)
+			return old, build, fmt.Errorf("%s: %w: %v", name, ErrNoLinkUpdate, err)
 		}
-		return old, fmt.Errorf("replacing %s's programs: %w", name, err)
+		return old, build, fmt.Errorf("replacing %s's programs: %w", name, err)
 	}
 	if err := writeBuild(dir, build); err != nil {
-		return old, fmt.Errorf("%s runs the new build, but its record was not updated: %w", name, err)
+		return old, build, fmt.Errorf("%s runs the new build, but its record was not updated: %w", name, err)
 	}
-	return old, nil
+	return old, build, nil
 }
 
 // updateStructOpsLink points a struct_ops link at another struct_ops map
