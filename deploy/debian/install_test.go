@@ -130,14 +130,7 @@ func status(t *testing.T) string {
 func buildDeb(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "deb",
-		"DEB_OUT="+dir, "DEB_STAGE="+filepath.Join(dir, "stage"))
-	// A make above us (make test) must not pass its flags down.
-	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
+	cmd := testenv.Make("../..", "deb", "DEB_OUT="+dir, "DEB_STAGE="+filepath.Join(dir, "stage"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make deb: %v\n%s", err, out)

@@ -26,13 +26,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func makeRelease(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("make", "--no-print-directory", "-C", "../..", "release", "RELEASE_OUT="+dir)
-	// A make above us (make test) must not pass its flags down.
-	for _, e := range os.Environ() {
-		if k, _, _ := strings.Cut(e, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
+	cmd := testenv.Make("../..", "release", "RELEASE_OUT="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)

@@ -249,3 +249,16 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Make is `make -C dir args...` for a test that runs a target of the
+// project's Makefile, without the flags of a make above it (make test),
+// which would otherwise pass its own goals and jobs down.
+func Make(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", dir}, args...)...)
+	for _, e := range os.Environ() {
+		if k, _, _ := strings.Cut(e, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	return cmd
+}
