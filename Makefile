@@ -31,7 +31,7 @@ VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.
 BPF_SRC  := $(filter-out $(VMLINUX),$(wildcard bpf/*.bpf.c bpf/*/*.bpf.c bpf/*/*.h))
 # Every package with BPF objects has a gen.go with its go:generate lines.
-GEN_FILES := $(shell find pkg -name gen.go)
+GEN_FILES := $(shell find pkg lab -name gen.go)
 GEN_STAMP := .generated
 
 export BPF2GO_CC := $(CLANG)
@@ -140,7 +140,7 @@ demo: deps build
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin build $(VMLINUX) $(VMLINUX).tmp $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o
+	rm -rf bin build $(VMLINUX) $(VMLINUX).tmp $(GEN_STAMP) pkg/*/*_bpfel.go pkg/*/*_bpfel.o lab/*/*_bpfel.go lab/*/*_bpfel.o
 
 # The seed papers' experiments (docs/results/*.md): every scenario file of an
 # experiment runs under the network lock on its own, so other users of the
@@ -162,7 +162,7 @@ reproduce-%: build
 # The packet-scheduler experiments (docs/results/sched.md: DAPS blocking
 # time, PAPD aggregation efficiency, the cost of a decision) run in the test
 # kernel's VM, the only kernel here with the BPF scheduler hook. SCHED_EXP
-# selects and sizes them (pkg/schedexp ParseSpec: "1" is everything with its
+# selects and sizes them (lab/schedexp ParseSpec: "1" is everything with its
 # defaults; e.g. SCHED_EXP='run=daps scheds=default,minrtt,daps reps=3');
 # the JSON and markdown results go to $(REPRO_OUT)/sched. The VM bounds the
 # run (timeout= in SCHED_EXP, default 4 h), so go test's own limit is off.
@@ -170,7 +170,7 @@ SCHED_EXP ?= 1
 
 reproduce-sched: deps generate
 	MPTCP_CC_SCHED_EXP='$(SCHED_EXP) out=$(abspath $(REPRO_OUT))/sched' flock $(REPRO_LOCK) \
-		$(GO) test -count=1 -timeout 0 -run '^TestSchedExpInVM$$' -v ./pkg/schedexp/
+		$(GO) test -count=1 -timeout 0 -run '^TestSchedExpInVM$$' -v ./lab/schedexp/
 
 # The Debian package (docs/package.md): the three commands, the systemd unit,
 # a default configuration, docs, man pages and completions. Its binaries are
@@ -260,7 +260,7 @@ REPRO_FAIRNESS_VM ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno runs=3 rate=5 
 
 repro-kernel-vm: deps generate
 	MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) MPTCP_CC_REPRO_SSTHRESH_VM=$(REPRO_SSTHRESH_VM) flock $(REPRO_LOCK) \
-		$(GO) test -p 1 -count=1 -timeout 0 -run '^Test(Integrity|Ssthresh)InVM$$' -v ./pkg/lab/integrity/ ./pkg/lab/ssthresh/
+		$(GO) test -p 1 -count=1 -timeout 0 -run '^Test(Integrity|Ssthresh)InVM$$' -v ./lab/integrity/ ./lab/ssthresh/
 	MPTCP_CC_BENCH=1 FAIRNESS_VM='$(REPRO_FAIRNESS_VM)' flock $(REPRO_LOCK) \
 		$(GO) test -count=1 -timeout 0 -run '^TestBenchFairnessInVM$$' -v ./pkg/cc/
 
@@ -277,7 +277,7 @@ repro-kernel-debian: deps generate
 		echo "== $$v"; \
 		MPTCP_CC_VM_KIMG="$$k" MPTCP_CC_REPRO_VM=$(REPRO_VM_CONNS) MPTCP_CC_REPRO_SSTHRESH_VM=$(REPRO_SSTHRESH_VM) \
 			flock $(REPRO_LOCK) $(GO) test -p 1 -count=1 -timeout 0 -run '^Test(Integrity|Ssthresh)InVM$$' -v \
-			./pkg/lab/integrity/ ./pkg/lab/ssthresh/ || exit 1; \
+			./lab/integrity/ ./lab/ssthresh/ || exit 1; \
 	done
 
 # A proposed kernel fix for the held ACKs of docs/kernel-faults.md section

@@ -19,7 +19,7 @@ import (
 // repository): no message, help or operator's doc may send a user there.
 var devPaths = []string{"shared/kernels", "../shared", "mptcp-bpf-sched"}
 
-// No string in the Go code that ships (cmd, pkg, internal; not tests, nor
+// No string in the Go code that ships (cmd, pkg, lab, internal; not tests, nor
 // internal/vmtest, which is test equipment) and no operator's doc
 // (README.md, docs/*.md) names a development path.
 func TestNoDevelopmentPaths(t *testing.T) {
@@ -35,7 +35,7 @@ func TestNoDevelopmentPaths(t *testing.T) {
 		}
 	}
 	files := 0
-	for _, top := range []string{"cmd", "pkg", "internal"} {
+	for _, top := range []string{"cmd", "pkg", "lab", "internal"} {
 		err := filepath.WalkDir(filepath.Join(repo, top), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err

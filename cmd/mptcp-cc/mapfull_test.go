@@ -17,7 +17,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // A full subflows map breaks no connection: with room for one subflow,

@@ -17,7 +17,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // `top` shows what a path controller holds: the PATH column (best-path on

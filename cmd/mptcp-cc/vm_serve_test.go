@@ -17,7 +17,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // serve as an operator runs it on a kernel with the scheduler hook: a

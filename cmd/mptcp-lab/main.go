@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // mptcp-lab runs experiments on emulated multipath networks with real
-// kernel MPTCP (pkg/lab). It only turns flags into calls of pkg/lab, and
+// kernel MPTCP (lab/). It only turns flags into calls of lab/, and
 // makes sure a run leaves nothing behind however it ends:
 //
 //   - Ctrl-C / SIGTERM / SIGHUP: the run stops, removes its namespaces,
@@ -31,9 +31,9 @@ import (
 	"syscall"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
-	labreport "github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab/runner"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
+	labreport "github.com/mptcp-cc/mptcp-cc/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/lab/runner"
+	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 )
 
 var app = (&cli.App{

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cawatch"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab/ssthresh"
+	"github.com/mptcp-cc/mptcp-cc/lab/cawatch"
+	"github.com/mptcp-cc/mptcp-cc/lab/ssthresh"
 )
 
 // ssthreshArms are the arms that tell the kernel's MPTCP code from its
@@ -22,7 +22,7 @@ var ssthreshArms = []string{"lia", "olia", "balia", "rsf", bpfRenoArm, "reno", "
 
 const ssthreshHelp = `Runs the same lossy load on every arm at once (two 20 Mbit/s paths, 10 ms
 each way, 3% loss; 4 MPTCP connections of 2 subflows, or 8 TCP connections
-with +tcp), each watched by a read-only tracing program (pkg/cawatch) that
+with +tcp), each watched by a read-only tracing program (lab/cawatch) that
 reads ssthresh, prior_ssthresh, cwnd and prior_cwnd at every CA state change,
 every proportional-rate-reduction step and every received segment (and
 every undo where the kernel allows fentry programs). Prints, per arm,

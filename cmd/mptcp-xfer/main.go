@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// mptcp-xfer is the command-line face of pkg/xfer, the project's transfer
+// mptcp-xfer is the command-line face of lab/xfer, the project's transfer
 // tool: a sink server, and a client that sends a number of bytes or for a
 // time over MPTCP or TCP with a chosen congestion control and prints what
 // the receiver got, as JSON.
@@ -27,8 +27,8 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 var app = (&cli.App{

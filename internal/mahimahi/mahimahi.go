@@ -3,7 +3,7 @@
 // Package mahimahi reads mahimahi packet-delivery traces: one millisecond
 // timestamp per line, each a delivery opportunity of one MTU-sized packet;
 // the last timestamp is the period after which the trace repeats.
-// pkg/linkem replays them; the lab's scenario checker reads them to
+// lab/linkem replays them; the lab's scenario checker reads them to
 // validate a scenario without loading the emulator.
 package mahimahi
 

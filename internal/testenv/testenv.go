@@ -7,7 +7,7 @@
 //
 // It imports nothing of this module but pkg/netns (which imports nothing of
 // it either), so every package's tests can use it, including those of the
-// packages that pkg/cc and pkg/topo are built from (pkg/linkem, pkg/mptcpnl).
+// packages that pkg/cc and lab/topo are built from (lab/linkem, pkg/mptcpnl).
 // What needs the project's kernel side (congestion controls, pins, topo
 // networks, transfers) is in internal/testkernel, on top of this.
 package testenv
@@ -116,7 +116,7 @@ func Listen(t testing.TB, ns, addr string, mptcp bool) net.Listener {
 // The long runs are gated by environment variables (make bench, make soak).
 const (
 	BenchEnv       = "MPTCP_CC_BENCH" // the project's benchmarks
-	LinkemBenchEnv = "LINKEM_BENCH"   // pkg/linkem's benchmark, when set to 1
+	LinkemBenchEnv = "LINKEM_BENCH"   // lab/linkem's benchmark, when set to 1
 	SoakEnv        = "MPTCP_CC_SOAK"  // the soak tests
 )
 

@@ -2,7 +2,7 @@
 
 // Package testkernel is what the tests of the kernel side share, on top of
 // internal/testenv: a private bpffs for pins, congestion controls loaded
-// under unique names, emulated networks (pkg/topo) and MPTCP transfers
+// under unique names, emulated networks (lab/topo) and MPTCP transfers
 // across them. Everything is removed at cleanup, even when the test fails.
 package testkernel
 
@@ -28,8 +28,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // PinRoot mounts a private bpffs instance for the test and returns a pin

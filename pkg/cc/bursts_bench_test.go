@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
-	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
-	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/blocking"
+	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // TestBenchFairnessBursts looks at how the fairness matrix's senders put

@@ -19,17 +19,17 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/ackwatch"
+	"github.com/mptcp-cc/mptcp-cc/lab/ackwatch"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab/report"
-	"github.com/mptcp-cc/mptcp-cc/pkg/lab/scenario"
-	"github.com/mptcp-cc/mptcp-cc/pkg/linkem"
+	"github.com/mptcp-cc/mptcp-cc/lab/report"
+	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // The fairness matrix (make bench; docs/results/fairness.md): one MPTCP
@@ -48,7 +48,7 @@ import (
 // ackwatch=on aqm=droptail,red,codel,fq_codel" (ALGO:paced: loaded with
 // cc.Params.Pacing; overhead in
 // microseconds; rate in Mbit/s; aqm: the bottleneck queue's discipline in
-// pkg/linkem with its default parameters, queue= being its hard limit,
+// lab/linkem with its default parameters, queue= being its hard limit,
 // each in turn for every queue size (default droptail; the model's
 // figure is for drop-tail only, so an AQM cell has none); quickack: the server's delayed ACKs as
 // they are, and/or turned off, see setQuickAck; delack: the server's
@@ -114,7 +114,7 @@ func TestBenchFairness(t *testing.T) {
 		}
 	})
 	if m.ackWatch {
-		fmt.Fprintf(&out, "\nThe server's ACKs in the measured windows, all runs (pkg/ackwatch), MPTCP subflows and then TCP sockets (the TCP flow, and the `tcp` arm's flows): pure ACKs sent; the share the delayed-ACK timer sent; of those, by why the ACK waited (one segment unacknowledged / the window test failed / failed with rcv_wnd above rcv_ssthresh); the share the reader's clean-up sent; the reader's runs that found the timer armed, and how many of them sent it; the readers that came by while an ACK waited on one segment, by the first of the conditions for sending it that failed (none / nothing copied / no PUSHED flag / receive memory in use: the socket's for TCP, the whole connection's for a subflow).\n\n")
+		fmt.Fprintf(&out, "\nThe server's ACKs in the measured windows, all runs (lab/ackwatch), MPTCP subflows and then TCP sockets (the TCP flow, and the `tcp` arm's flows): pure ACKs sent; the share the delayed-ACK timer sent; of those, by why the ACK waited (one segment unacknowledged / the window test failed / failed with rcv_wnd above rcv_ssthresh); the share the reader's clean-up sent; the reader's runs that found the timer armed, and how many of them sent it; the readers that came by while an ACK waited on one segment, by the first of the conditions for sending it that failed (none / nothing copied / no PUSHED flag / receive memory in use: the socket's for TCP, the whole connection's for a subflow).\n\n")
 		fmt.Fprintf(&out, "| base RTT | queue | subflows | cc | subflows: ACKs | by the timer | timer: one seg / window / raised | by the reader | reader: armed / sent | one-segment readers: open / not copied / not pushed / rmem | TCP: ACKs | by the timer | timer: one seg / window / raised | by the reader | reader: armed / sent | one-segment readers: open / not copied / not pushed / rmem |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		out.WriteString(ackTable.String())
 	}
@@ -483,7 +483,7 @@ type matrix struct {
 	delacks   []time.Duration
 	capDelack func(time.Duration)
 	// ackWatch ("ackwatch=on") watches the server's ACK decisions in each
-	// run's measured window (pkg/ackwatch: which test made an ACK wait,
+	// run's measured window (lab/ackwatch: which test made an ACK wait,
 	// and who sent it, the timer or the reader) and adds their table. It
 	// needs fentry programs: the test kernel's VM, not a host in lockdown.
 	ackWatch bool

@@ -15,8 +15,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // Faults in the middle of a transfer, each CC: the second path's link goes

@@ -26,7 +26,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // TestBenchDaemonScrape: the daemon's /metrics with 1,000 and with 10,000

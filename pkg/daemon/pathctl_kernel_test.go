@@ -21,8 +21,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
-	"github.com/mptcp-cc/mptcp-cc/pkg/xfer"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // kernelBackup is the kernel's view of a namespace's MPTCP subflows:

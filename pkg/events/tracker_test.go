@@ -13,10 +13,10 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
-// The addresses of the test network (pkg/topo's Build): the client's two
+// The addresses of the test network (lab/topo's Build): the client's two
 // paths and the server.
 var c0, c1, sv = topo.ClientAddr(0), topo.ClientAddr(1), topo.ServerAddr
 

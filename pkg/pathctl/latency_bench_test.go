@@ -12,11 +12,11 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/blocking"
+	"github.com/mptcp-cc/mptcp-cc/lab/blocking"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/schedexp"
+	"github.com/mptcp-cc/mptcp-cc/lab/schedexp"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // TestBenchPreferLatency is the closest thing to DAPS (seed 001) on a

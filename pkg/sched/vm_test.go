@@ -12,7 +12,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // guestEnv narrows TestInVM to some TestGuest* functions: a regexp of the
