@@ -3,25 +3,17 @@
 package scenario
 
 import (
-	"fmt"
-	"slices"
-	"strings"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // algorithms are the names of the congestion controls this project ships,
-// sorted: pkg/cc's registry, which the scenario language cannot import
-// without pulling in the BPF objects. The runner's tests check that the
-// two lists agree.
-var algorithms = []string{"balia", "lia", "olia", "rsf"}
-
-// Algorithms lists the congestion controls of ours a scenario may name.
-func Algorithms() []string { return slices.Clone(algorithms) }
+// sorted: pkg/cc's registry, which the scenario language imports for
+// cc.ParseParams (the same parameter rules as load and the daemon).
+var algorithms = cc.Names()
 
 // lookupAlgorithm fails, listing the ones that exist, for a name that is
-// not one of ours (as cc.Lookup does).
+// not one of ours (cc.Lookup's error).
 func lookupAlgorithm(name string) error {
-	if slices.Contains(algorithms, name) {
-		return nil
-	}
-	return fmt.Errorf("unknown algorithm %q: choose one of %s", name, strings.Join(algorithms, ", "))
+	_, err := cc.Lookup(name)
+	return err
 }

@@ -3,6 +3,7 @@
 package scenario
 
 import (
+	"errors"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/mahimahi"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 func resolveLink(e *errList, name string, rl rawLink, n *yaml.Node, p, dir string) Link {
@@ -145,27 +147,42 @@ func resolveAmount(e *errList, f *Flow, rf rawFlow, n *yaml.Node, p string, warm
 
 var kernelCCRE = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
 
-// parseCC reads "reno", "olia", "olia+lisa", or {algo: rsf, lisa: true,
-// rsf_target: 5ms}.
+// parseCC reads "reno", "olia", "olia+lisa", "olia+lisa+pacing", or
+// {algo: rsf, lisa: true, pacing: true, rsf_target: 5ms}. The parameters
+// of ours are checked by cc.ParseParams, as load's flags and the daemon's
+// configuration are.
 func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 	var c CCSpec
 	switch raw.Kind {
 	case 0:
-		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa", strings.Join(algorithms, ", "))
+		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa and +pacing", strings.Join(algorithms, ", "))
 		return c
 	case yaml.ScalarNode:
 		s := strings.TrimSpace(raw.Value)
-		base, lisa := strings.CutSuffix(s, "+lisa")
-		if lookupAlgorithm(base) == nil {
-			return CCSpec{Name: base, Algo: base, LISA: lisa}
+		parts := strings.Split(s, "+")
+		base, opts := parts[0], parts[1:]
+		c = CCSpec{Name: base, Algo: base}
+		for _, o := range opts {
+			switch o {
+			case "lisa":
+				c.LISA = true
+			case "pacing":
+				c.Pacing = true
+			default:
+				e.add(raw, p, "%q: +%s is not a parameter (+lisa, +pacing)", s, o)
+				return CCSpec{}
+			}
 		}
-		if lisa {
-			e.add(raw, p, "%q: +lisa composes with our algorithms only (%s)", s, strings.Join(algorithms, ", "))
+		if lookupAlgorithm(base) == nil {
 			return c
+		}
+		if len(opts) > 0 {
+			e.add(raw, p, "%q: +%s composes with our algorithms only (%s)", s, opts[0], strings.Join(algorithms, ", "))
+			return CCSpec{}
 		}
 		if !kernelCCRE.MatchString(s) {
 			e.add(raw, p, "%q is not a congestion control name", s)
-			return c
+			return CCSpec{}
 		}
 		return CCSpec{Name: s}
 	case yaml.MappingNode:
@@ -177,20 +194,22 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 			e.add(fieldNode(raw, "algo"), p+".algo", "%v", err)
 			return c
 		}
-		c = CCSpec{Name: rc.Algo, Algo: rc.Algo, LISA: rc.LISA}
+		c = CCSpec{Name: rc.Algo, Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
+		in := cc.ParamInput{Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
 		if rc.RSFTarget != "" {
 			d, err := ParseDuration(rc.RSFTarget)
 			if err != nil {
 				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v", err)
-			} else if rc.Algo != "rsf" {
-				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "only rsf has a target delay")
-			} else if d <= 0 || d > time.Hour {
-				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v: want more than 0 and at most 1h", d)
+				return c
 			}
-			c.RSFTarget = d
+			c.RSFTarget, in.RSFTarget, in.RSFTargetSet = d, d, true
+		}
+		var pe *cc.ParamError
+		if _, err := cc.ParseParams(in); errors.As(err, &pe) {
+			e.add(fieldNode(raw, string(pe.Param)), p+"."+string(pe.Param), "%s", pe.Msg)
 		}
 		return c
 	}
-	e.add(raw, p, "want a name or a mapping {algo, lisa, rsf_target}")
+	e.add(raw, p, "want a name or a mapping {algo, lisa, pacing, rsf_target}")
 	return c
 }

@@ -118,11 +118,12 @@ type CCSpec struct {
 	Name      string // kernel name (built-in), or the algorithm
 	Algo      string // lia, olia, balia, rsf; "" for a kernel CC
 	LISA      bool
-	RSFTarget time.Duration
+	Pacing    bool
+	RSFTarget time.Duration // 0: not given (cc.ParseParams's default)
 }
 
 // String is the spec as written in scenario files: "reno", "olia+lisa",
-// "rsf(target=5ms)".
+// "olia+lisa+pacing", "rsf(target=5ms)".
 func (c CCSpec) String() string {
 	if c.Algo == "" {
 		return c.Name
@@ -130,6 +131,9 @@ func (c CCSpec) String() string {
 	s := c.Algo
 	if c.LISA {
 		s += "+lisa"
+	}
+	if c.Pacing {
+		s += "+pacing"
 	}
 	if c.RSFTarget > 0 {
 		s += "(target=" + c.RSFTarget.String() + ")"

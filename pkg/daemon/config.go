@@ -159,9 +159,17 @@ type Algorithm struct {
 	Pacing    bool          `yaml:"pacing,omitempty"`
 }
 
-// Params are the load-time parameters of the entry.
+// paramInput is the entry's parameters as given: rsf_target 0 (or left
+// out) is the default.
+func (a Algorithm) paramInput() cc.ParamInput {
+	return cc.ParamInput{Algo: a.Algo, LISA: a.LISA, Trace: a.Trace, Pacing: a.Pacing,
+		RSFTarget: a.RSFTarget, RSFTargetSet: a.RSFTarget != 0, AllowUnread: true}
+}
+
+// Params are the load-time parameters of a valid entry (cc.ParseParams).
 func (a Algorithm) Params() cc.Params {
-	return cc.Params{LISA: a.LISA, RSFTarget: a.RSFTarget, Trace: a.Trace, Pacing: a.Pacing}
+	p, _ := cc.ParseParams(a.paramInput()) // checked with the configuration
+	return p
 }
 
 // Policy gives the processes of a cgroup (and its descendants) a

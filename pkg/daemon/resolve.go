@@ -46,9 +46,7 @@ func (c Config) Resolve() Config {
 				a.Name = alg.DefaultName()
 			}
 		}
-		if a.RSFTarget == 0 {
-			a.RSFTarget = cc.DefaultRSFTarget
-		}
+		a.RSFTarget = a.Params().RSFTarget // the default if left out
 		algos[i] = a
 	}
 	c.Algorithms = algos

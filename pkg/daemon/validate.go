@@ -5,6 +5,7 @@ package daemon
 // Validating a configuration: every problem, with the field it is in.
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"path"
@@ -153,10 +154,9 @@ func (v *validation) algorithms(algos []Algorithm) map[string][]string {
 		}
 		names[name] = i
 		byAlgo[a.Algo] = append(byAlgo[a.Algo], name)
-		if a.RSFTarget < 0 || a.RSFTarget > time.Hour {
-			v.bad(f+".rsf_target", "%v is out of range (0 to 1h)", a.RSFTarget)
-		} else if a.RSFTarget > 0 && a.RSFTarget < time.Microsecond {
-			v.bad(f+".rsf_target", "%v is below the microsecond resolution of the parameter", a.RSFTarget)
+		var pe *cc.ParamError
+		if _, err := cc.ParseParams(a.paramInput()); errors.As(err, &pe) {
+			v.bad(f+"."+string(pe.Param), "%s", pe.Msg)
 		}
 	}
 	return byAlgo
