@@ -5,9 +5,10 @@
 // error names the file, the line and the field) and resolves it into one
 // Scenario per case (variant x sweep value), and it parses the units
 // (ParseRate, ParseSize, durations). It needs no privileges and runs
-// nothing: it imports no BPF objects, and lab/linkem only for the AQM type
-// and its checks, so a link's AQM is checked as the emulator will; lab/runner
-// runs what it describes.
+// nothing: it imports pkg/cc only for our algorithms' names and the rules
+// of their parameters (cc.ParseParams, as load and the daemon check them),
+// and lab/linkem only for the AQM type and its checks, so a link's AQM is
+// checked as the emulator will; lab/runner runs what it describes.
 package scenario
 
 import (
