@@ -2,9 +2,17 @@
 
 package cc
 
+import "embed"
+
 // One object per algorithm, each built from its own file in bpf/cc/. The
 // compiler comes from $BPF2GO_CC (the Makefile sets clang-19).
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types lia ../../bpf/cc/lia.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types olia ../../bpf/cc/olia.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types balia ../../bpf/cc/balia.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types rsf ../../bpf/cc/rsf.bpf.c
+
+// objects are what the lines above compile, found by name (NAME_bpfel.o,
+// NAME the algorithm's name in pkg/algo's table).
+//
+//go:embed *_bpfel.o
+var objects embed.FS

@@ -2,6 +2,8 @@
 
 package sched
 
+import "embed"
+
 // One object per scheduler, each built from its own file in bpf/sched/
 // against this machine's vmlinux.h (CO-RE: they load on any kernel with
 // the hook). The compiler comes from $BPF2GO_CC (the Makefile sets clang-19).
@@ -13,3 +15,9 @@ package sched
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types daps ../../bpf/sched/daps.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types papd ../../bpf/sched/papd.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types weighted ../../bpf/sched/weighted.bpf.c
+
+// objects are what the lines above compile, found by name (NAME_bpfel.o,
+// NAME the algorithm's name in pkg/algo's table).
+//
+//go:embed *_bpfel.o
+var objects embed.FS
