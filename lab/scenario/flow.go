@@ -184,7 +184,8 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 		if !e.decode(raw, p, &rc) {
 			return c
 		}
-		if _, err := algo.Lookup(algo.CC, rc.Algo); err != nil {
+		a, err := algo.Lookup(algo.CC, rc.Algo)
+		if err != nil {
 			e.add(fieldNode(raw, "algo"), p+".algo", "%v", err)
 			return c
 		}
@@ -193,8 +194,8 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 			d, err := ParseDuration(rc.RSFTarget)
 			if err != nil {
 				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v", err)
-			} else if rc.Algo != "rsf" {
-				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "only rsf has a target delay")
+			} else if !a.Reads("rsf_target") {
+				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "only %s has a target delay", strings.Join(algo.Readers(algo.CC, "rsf_target"), ", "))
 			} else if d <= 0 || d > time.Hour {
 				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v: want more than 0 and at most 1h", d)
 			}

@@ -71,6 +71,18 @@ type Info struct {
 // Reads says whether the algorithm reads the parameter p.
 func (i Info) Reads(p string) bool { return slices.Contains(i.Params, p) }
 
+// Readers lists, sorted, the algorithms of a kind that read the parameter p.
+func Readers(k Kind, p string) []string {
+	var n []string
+	for _, i := range All(k) {
+		if i.Reads(p) {
+			n = append(n, i.Name)
+		}
+	}
+	sort.Strings(n)
+	return n
+}
+
 var (
 	mu    sync.RWMutex
 	table = map[Kind][]Info{}

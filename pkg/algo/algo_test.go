@@ -44,6 +44,9 @@ func TestRegister(t *testing.T) {
 	if i, ok := ByID(CC, 2); !ok || i.Name != "b" || !i.Reads("x") || i.Reads("y") {
 		t.Errorf("ByID(CC, 2) = %+v, %v", i, ok)
 	}
+	if got := Readers(CC, "x"); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("Readers(CC, x) = %v, want [b]", got)
+	}
 	if _, ok := ByID(CC, 3); ok {
 		t.Error("ByID(CC, 3) found one")
 	}

@@ -44,16 +44,7 @@ const ParamRSFTarget Param = "rsf_target"
 func (a Algorithm) ReadsParam(p Param) bool { return a.Reads(string(p)) }
 
 // UsedBy lists, sorted, the algorithms that read p.
-func UsedBy(p Param) []string {
-	var n []string
-	for _, a := range Algorithms() {
-		if a.ReadsParam(p) {
-			n = append(n, a.Name)
-		}
-	}
-	sort.Strings(n)
-	return n
-}
+func UsedBy(p Param) []string { return algo.Readers(algo.CC, string(p)) }
 
 // DefaultName is the name the kernel lists the algorithm under unless the
 // user picks another one.
