@@ -5,6 +5,10 @@
 // recorded can be replayed here and must come out bit-identical (the
 // differential tests in pkg/cc do that on real connections).
 //
+// Each algorithm is one file, NAME.go, whose init registers it in
+// pkg/algo's table (name, id, summary, coupled quantity, parameters, this
+// model): the one place an algorithm is declared in Go.
+//
 // Fixed-point scales (defined in bpf/include/cc_fixed.h, explained in
 // docs/algorithms.md):
 //
