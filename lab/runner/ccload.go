@@ -57,7 +57,7 @@ func LoadCCs(id RunID, specs []scenario.CCSpec) (*CCSet, error) {
 		}
 		used[name] = true
 		p := cc.Params{LISA: sp.LISA, RSFTarget: sp.RSFTarget}
-		if sp.Algo == "rsf" && p.RSFTarget == 0 {
+		if a.ReadsParam(cc.ParamRSFTarget) && p.RSFTarget == 0 {
 			p.RSFTarget = cc.DefaultRSFTarget
 		}
 		if err := cc.Load(a, cc.Options{Name: name, PinRoot: s.root, Params: p}); err != nil {
@@ -65,7 +65,7 @@ func LoadCCs(id RunID, specs []scenario.CCSpec) (*CCSet, error) {
 			return nil, fmt.Errorf("loading %s as %s: %w", sp, name, err)
 		}
 		l := &LoadedCC{Spec: sp.String(), Name: name, Algo: sp.Algo, LISA: sp.LISA}
-		if sp.Algo == "rsf" {
+		if a.ReadsParam(cc.ParamRSFTarget) {
 			l.Target = p.RSFTarget.String()
 		}
 		s.loaded = append(s.loaded, l)

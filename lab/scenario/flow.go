@@ -5,6 +5,7 @@ package scenario
 import (
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,7 +13,17 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/mahimahi"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+	_ "github.com/mptcp-cc/mptcp-cc/pkg/model" // our congestion controls register there
 )
+
+// ours lists, sorted, the congestion controls of this project a scenario
+// may name: pkg/algo's table (pure Go: no BPF object comes with it).
+func ours() []string {
+	n := algo.Names(algo.CC)
+	sort.Strings(n)
+	return n
+}
 
 func resolveLink(e *errList, name string, rl rawLink, n *yaml.Node, p, dir string) Link {
 	l := Link{Name: name}
@@ -151,16 +162,16 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 	var c CCSpec
 	switch raw.Kind {
 	case 0:
-		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa", strings.Join(algorithms, ", "))
+		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa", strings.Join(ours(), ", "))
 		return c
 	case yaml.ScalarNode:
 		s := strings.TrimSpace(raw.Value)
 		base, lisa := strings.CutSuffix(s, "+lisa")
-		if lookupAlgorithm(base) == nil {
+		if _, err := algo.Lookup(algo.CC, base); err == nil {
 			return CCSpec{Name: base, Algo: base, LISA: lisa}
 		}
 		if lisa {
-			e.add(raw, p, "%q: +lisa composes with our algorithms only (%s)", s, strings.Join(algorithms, ", "))
+			e.add(raw, p, "%q: +lisa composes with our algorithms only (%s)", s, strings.Join(ours(), ", "))
 			return c
 		}
 		if !kernelCCRE.MatchString(s) {
@@ -173,7 +184,8 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 		if !e.decode(raw, p, &rc) {
 			return c
 		}
-		if err := lookupAlgorithm(rc.Algo); err != nil {
+		a, err := algo.Lookup(algo.CC, rc.Algo)
+		if err != nil {
 			e.add(fieldNode(raw, "algo"), p+".algo", "%v", err)
 			return c
 		}
@@ -182,8 +194,8 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 			d, err := ParseDuration(rc.RSFTarget)
 			if err != nil {
 				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v", err)
-			} else if rc.Algo != "rsf" {
-				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "only rsf has a target delay")
+			} else if !a.Reads("rsf_target") {
+				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "only %s has a target delay", strings.Join(algo.Readers(algo.CC, "rsf_target"), ", "))
 			} else if d <= 0 || d > time.Hour {
 				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v: want more than 0 and at most 1h", d)
 			}

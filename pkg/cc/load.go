@@ -3,17 +3,12 @@
 package cc
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Params are the load-time parameters every algorithm accepts, as Go
@@ -76,16 +71,10 @@ const MaxSubflowsTracked = 65536
 // Load registers the algorithm with the kernel and pins it, so it stays
 // registered after this process exits. Either everything is in place when it
 // returns nil, or nothing is: a failure undoes what was done.
-func Load(a Algorithm, opts Options) (err error) {
-	name, root := opts.Name, opts.PinRoot
+func Load(a Algorithm, opts Options) error {
+	name := opts.Name
 	if name == "" {
 		name = a.DefaultName()
-	}
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	if err := validName(name); err != nil {
-		return err
 	}
 	if opts.MaxSubflows > MaxSubflowsTracked {
 		return fmt.Errorf("a subflows map of %d entries: want 1 to %d (0: %d)", opts.MaxSubflows, MaxSubflowsTracked, MaxSubflowsTracked)
@@ -93,61 +82,15 @@ func Load(a Algorithm, opts Options) (err error) {
 	if opts.Params.RSFTarget < 0 || opts.Params.RSFTarget > time.Hour {
 		return fmt.Errorf("RSF target delay %v is out of range (0 to 1h)", opts.Params.RSFTarget)
 	}
-	if err := kernel.CheckPrivileges(); err != nil {
-		return err
-	}
-	if err := checkKernel(); err != nil {
-		return err
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(dir); err == nil {
-		return fmt.Errorf("%s is %w (pinned at %s): unload it first with `mptcp-cc unload --name %s`", name, ErrAlreadyLoaded, dir, name)
-	}
-	if IsRegistered(name) {
-		return fmt.Errorf("%q: %w by another program; pick another with --name", name, ErrNameRegistered)
-	}
-	// A failed load must not leave behind an empty pin root it created.
-	_, statErr := os.Stat(root)
-	if err := kernel.EnsureBPFFS(root); err != nil {
-		return err
-	}
-	if os.IsNotExist(statErr) {
-		defer func() {
-			if err != nil {
-				_ = os.Remove(root) // fails, as it should, if anything is in it
-			}
-		}()
-	}
-
-	spec := func() (*ebpf.CollectionSpec, error) {
-		s, err := a.Spec()
-		if err == nil && opts.MaxSubflows > 0 {
+	tune := func(s *ebpf.CollectionSpec) {
+		if opts.MaxSubflows > 0 {
 			s.Maps["subflows"].MaxEntries = opts.MaxSubflows
 		}
-		return s, err
 	}
-	err = structops.Load(structops.Object{Algo: a.Name, Spec: spec, Params: opts.Params.raw(a.ID), Maps: pinnedMaps, Build: ThisBuild()}, name, dir)
-	if errors.Is(err, ebpf.ErrNotSupported) {
-		// The preflight passed, so this is a feature it does not know:
-		// say so, with what `mptcp-cc version` needs to tell it.
-		return fmt.Errorf("%w that the preflight did not probe (please report it with `mptcp-cc version --json`): %v", kernel.ErrUnsupported, err)
-	}
-	return err
+	return family.Load(a.Info, name, opts.PinRoot, opts.Params.raw(a.ID), ThisBuild(), tune)
 }
 
 // Unload unregisters a loaded congestion control and removes its pins.
 // Connections that use it keep running: the kernel holds the programs until
 // the last socket using them is released.
-func Unload(name, root string) error {
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	if err := kernel.CheckPrivileges(); err != nil {
-		return err
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("%s is %w (nothing pinned at %s); `mptcp-cc list` shows what is", name, ErrNotLoaded, dir)
-	}
-	return structops.Unregister(dir, func() bool { return IsRegistered(name) })
-}
+func Unload(name, root string) error { return family.Unload(name, root) }
