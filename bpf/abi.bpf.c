@@ -19,7 +19,6 @@
 const struct mpcc_params *abi_mpcc_params __attribute__((unused));
 const struct mpcc_subflow *abi_mpcc_subflow __attribute__((unused));
 const struct mpcc_trace_event *abi_mpcc_trace_event __attribute__((unused));
-const enum mpcc_algo *abi_mpcc_algo __attribute__((unused));
 const enum mpcc_subflow_flag *abi_mpcc_subflow_flag __attribute__((unused));
 const enum mpcc_trace_kind *abi_mpcc_trace_kind __attribute__((unused));
 const enum mpcc_trace_flag *abi_mpcc_trace_flag __attribute__((unused));
@@ -27,5 +26,4 @@ const enum mpcc_trace_flag *abi_mpcc_trace_flag __attribute__((unused));
 const struct mpsch_params *abi_mpsch_params __attribute__((unused));
 const struct mpsch_trace *abi_mpsch_trace __attribute__((unused));
 const struct mpsch_sf_stats *abi_mpsch_sf_stats __attribute__((unused));
-const enum mpsch_algo *abi_mpsch_algo __attribute__((unused));
 const enum mpsch_sf_flag *abi_mpsch_sf_flag __attribute__((unused));

@@ -13,7 +13,6 @@
  *
  * Coupled quantity exported: a_r (Q32).
  */
-#define MPCC_ALGO MPCC_BALIA
 #include "cc_skel.h"
 
 #define BALIA_A_CAP (3U << 15) /* 1.5 in Q16 */

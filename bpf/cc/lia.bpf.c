@@ -9,7 +9,6 @@
  *
  * Coupled quantity exported: alpha (Q32).
  */
-#define MPCC_ALGO MPCC_LIA
 #include "cc_skel.h"
 
 __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)

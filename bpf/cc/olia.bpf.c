@@ -14,7 +14,6 @@
  *
  * Coupled quantity exported: alpha_r (Q32, signed).
  */
-#define MPCC_ALGO MPCC_OLIA
 #include "cc_skel.h"
 
 /* l_r / rtt_r^2 on a common scale (2^42 bytes/us^2), for comparisons only.

@@ -17,7 +17,6 @@
  *
  * Coupled quantity exported: f_i (Q32).
  */
-#define MPCC_ALGO MPCC_RSF
 #include "cc_skel.h"
 
 /* f = min(1, (d - q) / q) clamped at 0, Q16 */

@@ -2,7 +2,7 @@
 /*
  * cc_skel.h: the skeleton every coupled congestion control in bpf/cc/ is
  * built on: the tcp_congestion_ops callbacks, Reno around two hooks. Each
- * algorithm file defines MPCC_ALGO, includes this header, implements
+ * algorithm file includes this header, implements
  *
  *   algo_increase(c, o)  o->inc: cwnd increase per ACKed packet in congestion
  *                        avoidance, Q32 (MPCC_ONE == one packet);
@@ -28,9 +28,10 @@
 
 char _license[] SEC("license") = "Dual BSD/GPL";
 
-#ifndef MPCC_ALGO
-#error "define MPCC_ALGO (enum mpcc_algo) before including cc_skel.h"
-#endif
+/* The algorithm's id, set by the loader from the table in pkg/algo (which
+ * refuses an object without it): the top byte of every subflow id, and
+ * mpcc_subflow.algo. 0 only in an object no loader touched. */
+const volatile __u32 mpcc_algo_id = 0;
 
 /* Each algorithm is its own object, so each loaded CC has its own maps. */
 #include "cc_maps.h"
@@ -89,7 +90,7 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	struct mpcc_subflow s = {};
 	__u64 id;
 
-	id = ((__u64)MPCC_ALGO << 56) | __sync_add_and_fetch(&next_id, 1);
+	id = ((__u64)mpcc_algo_id << 56) | __sync_add_and_fetch(&next_id, 1);
 	ca->id = id;
 	ca->acc = 0;
 	ca->loss_mark = 0;
@@ -101,7 +102,7 @@ void BPF_PROG(mpcc_init, struct sock *sk)
 	ca->shown_npaths = 0;
 
 	s.id = id;
-	s.algo = MPCC_ALGO;
+	s.algo = mpcc_algo_id;
 	mpcc_fill_identity(sk, &s);
 	if (bpf_map_update_elem(&subflows, &id, &s, BPF_ANY)) {
 		__u32 zero = 0;

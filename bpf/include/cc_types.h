@@ -15,13 +15,8 @@
  */
 #pragma once
 
-/* Algorithm ids: the top byte of every subflow id, and mpcc_subflow.algo. */
-enum mpcc_algo {
-	MPCC_LIA = 1,
-	MPCC_OLIA = 2,
-	MPCC_BALIA = 3,
-	MPCC_RSF = 4,
-};
+/* Algorithm ids are in one table, pkg/algo (each model registers its own);
+ * an object learns its id at load time (mpcc_algo_id, cc_skel.h). */
 
 #define MPCC_MAX_PATHS 8           /* coupled subflows per connection (power of 2) */
 #define MPCC_MAX_SUBFLOWS_TRACKED 65536
@@ -37,7 +32,7 @@ struct mpcc_params {
 	__u32 lisa;          /* 1: LISA linked slow start for joining subflows */
 	__u32 rsf_target_us; /* RSF: target queueing delay d, microseconds */
 	__u32 trace;         /* 1: emit every decision to the trace ring buffer */
-	__u32 algo;          /* enum mpcc_algo, for `mptcp-cc list` (unused by BPF) */
+	__u32 algo;          /* the algorithm's id (pkg/algo), for `mptcp-cc list` (unused by BPF) */
 	__u32 pacing;        /* 1: the kernel paces each subflow (cc_skel.h, mpcc_init) */
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * sched_skel.h: the skeleton every packet scheduler in bpf/sched/ is built
- * on. An algorithm file defines SCHED_ALGO (enum mpsch_algo), includes this
+ * on. An algorithm file includes this
  * header and implements
  *
  *   algo_send(c, s, o)     where new data goes: o->mask, o->burst;
@@ -32,9 +32,10 @@
 
 char _license[] SEC("license") = "Dual BSD/GPL";
 
-#ifndef SCHED_ALGO
-#error "define SCHED_ALGO (enum mpsch_algo) before including sched_skel.h"
-#endif
+/* The scheduler's id, set by the loader from the table in pkg/algo (which
+ * refuses an object without it); Go writes the same id to
+ * mpsch_params.algo for `mptcp-cc sched list`. */
+const volatile __u32 mpsch_algo_id = 0;
 
 /* The kernel's cap on one push (MPTCP_SEND_BURST_SIZE in net/mptcp/protocol.c). */
 #define SCHED_BURST_MAX 65428

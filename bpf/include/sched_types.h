@@ -72,7 +72,7 @@ struct mpsch_state {
 /* Load-time parameters, written by the loader before attach. */
 struct mpsch_params {
 	__u32 trace; /* 1: every decision goes to the trace ring buffer */
-	__u32 algo;  /* enum mpsch_algo of the loaded object */
+	__u32 algo;  /* the scheduler's id (pkg/algo; mpsch_algo_id in sched_skel.h) */
 	__u32 arg[6]; /* algorithm tunables (each file says which it reads; 0: its default) */
 };
 
@@ -105,13 +105,3 @@ struct mpsch_sf_stats {
 
 #define SCHED_MAX_TRACKED 16384 /* subflows in the stats map (LRU beyond) */
 
-enum mpsch_algo {
-	SCHED_MINRTT = 1,
-	SCHED_RR = 2,
-	SCHED_REDUNDANT = 3,
-	SCHED_BLEST = 4,
-	SCHED_ECF = 5,
-	SCHED_DAPS = 6,
-	SCHED_PAPD = 7,
-	SCHED_WEIGHTED = 8,
-};

@@ -47,7 +47,6 @@
  *  - reinjections go to the lowest-RTT idle usable subflow, as the
  *    kernel default does (SCHED_RETRANS_ON_BEST).
  */
-#define SCHED_ALGO SCHED_BLEST
 #include "sched_skel.h"
 #include "sched_fastslow.h"
 

@@ -119,7 +119,6 @@
  *    slow one takes data without a lead; by then f holds a send buffer's
  *    worth, more than any lead.
  */
-#define SCHED_ALGO SCHED_DAPS
 #include "sched_skel.h"
 #include "sched_pick.h"
 

@@ -40,7 +40,6 @@
  *  - reinjections go to the lowest-RTT idle usable subflow, as the
  *    kernel default does (SCHED_RETRANS_ON_BEST).
  */
-#define SCHED_ALGO SCHED_ECF
 #include "sched_skel.h"
 #include "sched_fastslow.h"
 

@@ -13,7 +13,6 @@
  *  - reinjections go to the lowest-RTT idle usable subflow, as the kernel
  *    default does (SCHED_RETRANS_ON_BEST).
  */
-#define SCHED_ALGO SCHED_MINRTT
 #include "sched_skel.h"
 #include "sched_pick.h"
 

@@ -82,7 +82,6 @@
  *    (ties: the lower srtt, then the first); the draft does not say how
  *    it ranks.
  */
-#define SCHED_ALGO SCHED_PAPD
 #include "sched_skel.h"
 #include "sched_pick.h"
 

@@ -35,7 +35,6 @@
  * (the kernel's rule, above); only the retransmit head is duplicated, and
  * only when the kernel reinjects.
  */
-#define SCHED_ALGO SCHED_REDUNDANT
 #include "sched_skel.h"
 #include "sched_pick.h"
 

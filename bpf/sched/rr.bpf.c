@@ -30,7 +30,6 @@
  *    not to the next in turn: without get_retrans the kernel asks get_send,
  *    and the rotation then spread reinjected data over every subflow.
  */
-#define SCHED_ALGO SCHED_RR
 #include "sched_skel.h"
 #include "sched_pick.h"
 

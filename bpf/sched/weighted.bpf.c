@@ -54,7 +54,6 @@
  * default does (SCHED_RETRANS_ON_BEST): a reinjection behind a queue lands
  * no earlier than the original.
  */
-#define SCHED_ALGO SCHED_WEIGHTED
 #include "sched_skel.h"
 #include "sched_pick.h"
 

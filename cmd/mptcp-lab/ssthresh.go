@@ -8,19 +8,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/lab/cawatch"
 	"github.com/mptcp-cc/mptcp-cc/lab/ssthresh"
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+	_ "github.com/mptcp-cc/mptcp-cc/pkg/model" // our congestion controls register there
 )
 
 // ssthreshArms are the arms that tell the kernel's MPTCP code from its
 // struct_ops path: ours, the kernel's Reno through BPF, the kernel's own on
-// MPTCP subflows, and cubic on plain TCP.
-var ssthreshArms = []string{"lia", "olia", "balia", "rsf", bpfRenoArm, "reno", "cubic", "cubic+tcp"}
+// MPTCP subflows, and cubic on plain TCP. Ours are pkg/algo's table.
+var ssthreshArms = append(algo.Names(algo.CC), bpfRenoArm, "reno", "cubic", "cubic+tcp")
 
-const ssthreshHelp = `Runs the same lossy load on every arm at once (two 20 Mbit/s paths, 10 ms
+var ssthreshHelp = `Runs the same lossy load on every arm at once (two 20 Mbit/s paths, 10 ms
 each way, 3% loss; 4 MPTCP connections of 2 subflows, or 8 TCP connections
 with +tcp), each watched by a read-only tracing program (lab/cawatch) that
 reads ssthresh, prior_ssthresh, cwnd and prior_cwnd at every CA state change,
@@ -29,7 +32,7 @@ every undo where the kernel allows fentry programs). Prints, per arm,
 implausible ssthresh values per 10,000 window reductions with the 95%
 interval, and each sighting with the socket state and whether the value
 is the low half of an address near the socket.
-An arm is a congestion control (a built-in one; lia, olia, balia, rsf,
+An arm is a congestion control (a built-in one; ` + strings.Join(algo.Names(algo.CC), ", ") + `,
 loaded for the run; or bpfreno, the kernel's Reno through BPF struct_ops),
 with +tcp for plain TCP instead of MPTCP. docs/kernel-faults.md, section 2,
 is the report made from it.`

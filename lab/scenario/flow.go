@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,8 +14,18 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/mahimahi"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/ccparams"
+	_ "github.com/mptcp-cc/mptcp-cc/pkg/model" // our congestion controls register there
 )
+
+// ours lists, sorted, the congestion controls of this project a scenario
+// may name: pkg/algo's table (pure Go: no BPF object comes with it).
+func ours() []string {
+	n := algo.Names(algo.CC)
+	sort.Strings(n)
+	return n
+}
 
 func resolveLink(e *errList, name string, rl rawLink, n *yaml.Node, p, dir string) Link {
 	l := Link{Name: name}
@@ -149,13 +160,13 @@ var kernelCCRE = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
 
 // parseCC reads "reno", "olia", "olia+lisa", "olia+lisa+pacing", or
 // {algo: rsf, lisa: true, pacing: true, rsf_target: 5ms}. The parameters
-// of ours are checked by cc.ParseParams, as load's flags and the daemon's
+// of ours are checked by ccparams.Parse, as load's flags and the daemon's
 // configuration are.
 func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 	var c CCSpec
 	switch raw.Kind {
 	case 0:
-		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa and +pacing", strings.Join(algorithms, ", "))
+		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa and +pacing", strings.Join(ours(), ", "))
 		return c
 	case yaml.ScalarNode:
 		s := strings.TrimSpace(raw.Value)
@@ -173,11 +184,11 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 				return CCSpec{}
 			}
 		}
-		if lookupAlgorithm(base) == nil {
+		if _, err := algo.Lookup(algo.CC, base); err == nil {
 			return c
 		}
 		if len(opts) > 0 {
-			e.add(raw, p, "%q: +%s composes with our algorithms only (%s)", s, opts[0], strings.Join(algorithms, ", "))
+			e.add(raw, p, "%q: +%s composes with our algorithms only (%s)", s, opts[0], strings.Join(ours(), ", "))
 			return CCSpec{}
 		}
 		if !kernelCCRE.MatchString(s) {
@@ -190,12 +201,12 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 		if !e.decode(raw, p, &rc) {
 			return c
 		}
-		if err := lookupAlgorithm(rc.Algo); err != nil {
+		if _, err := algo.Lookup(algo.CC, rc.Algo); err != nil {
 			e.add(fieldNode(raw, "algo"), p+".algo", "%v", err)
 			return c
 		}
 		c = CCSpec{Name: rc.Algo, Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
-		in := cc.ParamInput{Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
+		in := ccparams.Input{Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
 		if rc.RSFTarget != "" {
 			d, err := ParseDuration(rc.RSFTarget)
 			if err != nil {
@@ -204,8 +215,8 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 			}
 			c.RSFTarget, in.RSFTarget, in.RSFTargetSet = d, d, true
 		}
-		var pe *cc.ParamError
-		if _, err := cc.ParseParams(in); errors.As(err, &pe) {
+		var pe *ccparams.Error
+		if _, err := ccparams.Parse(in); errors.As(err, &pe) {
 			e.add(fieldNode(raw, string(pe.Param)), p+"."+string(pe.Param), "%s", pe.Msg)
 		}
 		return c

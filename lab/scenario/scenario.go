@@ -5,8 +5,8 @@
 // error names the file, the line and the field) and resolves it into one
 // Scenario per case (variant x sweep value), and it parses the units
 // (ParseRate, ParseSize, durations). It needs no privileges and runs
-// nothing: it imports pkg/cc only for our algorithms' names and the rules
-// of their parameters (cc.ParseParams, as load and the daemon check them),
+// nothing: it imports pkg/algo for our algorithms' names, pkg/ccparams
+// for the rules of their parameters (as load and the daemon check them),
 // and lab/linkem only for the AQM type and its checks, so a link's AQM is
 // checked as the emulator will; lab/runner runs what it describes.
 package scenario
@@ -120,7 +120,7 @@ type CCSpec struct {
 	Algo      string // lia, olia, balia, rsf; "" for a kernel CC
 	LISA      bool
 	Pacing    bool
-	RSFTarget time.Duration // 0: not given (cc.ParseParams's default)
+	RSFTarget time.Duration // 0: not given (ccparams.Parse's default)
 }
 
 // String is the spec as written in scenario files: "reno", "olia+lisa",

@@ -30,7 +30,7 @@ package abi
 type (
 	// CCParams is struct mpcc_params, the value at key 0 of a congestion
 	// control's params map: Lisa, Trace and Pacing are 0 or 1,
-	// RsfTargetUs in microseconds, Algo one of the Algo* ids.
+	// RsfTargetUs in microseconds, Algo the algorithm's id (pkg/algo).
 	CCParams = abiMpccParams
 	// Subflow is struct mpcc_subflow, the value of the subflows map: one
 	// live subflow. Addresses in network order (IPv4 in the first 4
@@ -45,15 +45,6 @@ type (
 	CCConn = abiMpccConn
 	// CCPath is struct mpcc_path, one path of a CCConn.
 	CCPath = abiMpccPath
-)
-
-// Algorithm ids of the congestion controls (enum mpcc_algo): the top byte
-// of every subflow id, Subflow.Algo and CCParams.Algo.
-const (
-	AlgoLIA   = uint32(abiMpccAlgoMPCC_LIA)
-	AlgoOLIA  = uint32(abiMpccAlgoMPCC_OLIA)
-	AlgoBALIA = uint32(abiMpccAlgoMPCC_BALIA)
-	AlgoRSF   = uint32(abiMpccAlgoMPCC_RSF)
 )
 
 // Subflow.Flags (enum mpcc_subflow_flag).
@@ -77,7 +68,7 @@ const (
 // The packet schedulers (sched_types.h).
 type (
 	// SchedParams is struct mpsch_params, the value at key 0 of a
-	// scheduler's params map: Trace 0 or 1, Algo one of the Sched* ids,
+	// scheduler's params map: Trace 0 or 1, Algo its id (pkg/algo),
 	// Arg the algorithm's tunables (0: its default).
 	SchedParams = abiMpschParams
 	// SchedTrace is struct mpsch_trace, one record of the trace ring
@@ -97,18 +88,6 @@ type (
 	// scheduler's stats map: what it gave one subflow. Addresses in
 	// network order (IPv4 in the first 4 bytes), ports in host order.
 	SchedSubflowStats = abiMpschSfStats
-)
-
-// Algorithm ids of the packet schedulers (enum mpsch_algo): SchedParams.Algo.
-const (
-	SchedMinRTT    = uint32(abiMpschAlgoSCHED_MINRTT)
-	SchedRR        = uint32(abiMpschAlgoSCHED_RR)
-	SchedRedundant = uint32(abiMpschAlgoSCHED_REDUNDANT)
-	SchedBLEST     = uint32(abiMpschAlgoSCHED_BLEST)
-	SchedECF       = uint32(abiMpschAlgoSCHED_ECF)
-	SchedDAPS      = uint32(abiMpschAlgoSCHED_DAPS)
-	SchedPAPD      = uint32(abiMpschAlgoSCHED_PAPD)
-	SchedWeighted  = uint32(abiMpschAlgoSCHED_WEIGHTED)
 )
 
 // SchedSubflow.Flags (enum mpsch_sf_flag).

@@ -116,13 +116,9 @@ func TestEnumValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]map[string]uint32{
-		"mpcc_algo":         {"MPCC_LIA": AlgoLIA, "MPCC_OLIA": AlgoOLIA, "MPCC_BALIA": AlgoBALIA, "MPCC_RSF": AlgoRSF},
 		"mpcc_subflow_flag": {"MPCC_F_MPTCP": SubflowMPTCP, "MPCC_F_BACKUP": SubflowBackup, "MPCC_F_PACED": SubflowPaced},
 		"mpcc_trace_kind":   {"MPCC_TRACE_AVOID": TraceAvoid, "MPCC_TRACE_LOSS": TraceLoss, "MPCC_TRACE_LISA": TraceLISA},
 		"mpcc_trace_flag":   {"MPCC_TRACE_F_REDUCING": TraceReducing},
-		"mpsch_algo": {"SCHED_MINRTT": SchedMinRTT, "SCHED_RR": SchedRR, "SCHED_REDUNDANT": SchedRedundant,
-			"SCHED_BLEST": SchedBLEST, "SCHED_ECF": SchedECF, "SCHED_DAPS": SchedDAPS, "SCHED_PAPD": SchedPAPD,
-			"SCHED_WEIGHTED": SchedWeighted},
 		"mpsch_sf_flag": {"SCHED_SF_ACTIVE": SchedSFActive, "SCHED_SF_BACKUP": SchedSFBackup,
 			"SCHED_SF_MEMFREE": SchedSFMemFree, "SCHED_SF_SS": SchedSFSlowStart},
 	} {

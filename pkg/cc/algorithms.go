@@ -4,6 +4,11 @@
 // registered after the loading process exits by pinning their struct_ops
 // links in bpffs, lists them and unloads them.
 //
+// The algorithms are pkg/algo's table (each registered by its model in
+// pkg/model); their objects are found by name (NAME_bpfel.o, from the
+// go:generate lines in gen.go), and loaded by pkg/structops as the
+// schedulers are.
+//
 // Pin layout, one directory per registered congestion control:
 //
 //	<root>/<name>/link      the struct_ops link: while it exists, <name> is registered
@@ -15,26 +20,18 @@
 package cc
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/cilium/ebpf"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+	_ "github.com/mptcp-cc/mptcp-cc/pkg/model" // the congestion controls register there
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
-// Algorithm is one coupled congestion control this project ships.
-type Algorithm struct {
-	Name    string // as given to --algo
-	ID      uint32 // enum mpcc_algo in bpf/include/cc_types.h, through pkg/abi
-	Summary string
-	Coupled string // what the exported coupled quantity is
-	// Reads are the parameters of its own it reads, of those only some
-	// algorithms read (the other Params fields every algorithm reads).
-	Reads []Param
-	spec  func() (*ebpf.CollectionSpec, error)
-}
+// Algorithm is one coupled congestion control this project ships: its
+// entry in pkg/algo's table (Name, ID, Summary, Coupled, Params).
+type Algorithm struct{ algo.Info }
 
 // Param names a load-time parameter that only some algorithms read, so
 // that one given to an algorithm that ignores it can be refused.
@@ -44,70 +41,50 @@ type Param string
 const ParamRSFTarget Param = "rsf_target"
 
 // ReadsParam says whether the algorithm reads p.
-func (a Algorithm) ReadsParam(p Param) bool {
-	for _, r := range a.Reads {
-		if r == p {
-			return true
-		}
-	}
-	return false
-}
+func (a Algorithm) ReadsParam(p Param) bool { return a.Reads(string(p)) }
 
 // UsedBy lists, sorted, the algorithms that read p.
-func UsedBy(p Param) []string {
-	var n []string
-	for _, a := range algorithms {
-		if a.ReadsParam(p) {
-			n = append(n, a.Name)
-		}
-	}
-	sort.Strings(n)
-	return n
-}
+func UsedBy(p Param) []string { return algo.Readers(algo.CC, string(p)) }
 
 // DefaultName is the name the kernel lists the algorithm under unless the
 // user picks another one.
 func (a Algorithm) DefaultName() string { return "mptcp_" + a.Name }
 
-var algorithms = []Algorithm{
-	{Name: "lia", ID: abi.AlgoLIA, Summary: "Linked Increases, RFC 6356", Coupled: "alpha", spec: loadLia},
-	{Name: "olia", ID: abi.AlgoOLIA, Summary: "Opportunistic Linked Increases (Khalili et al.)", Coupled: "alpha", spec: loadOlia},
-	{Name: "balia", ID: abi.AlgoBALIA, Summary: "Balanced Linked Adaptation (Peng et al.)", Coupled: "alpha", spec: loadBalia},
-	{Name: "rsf", ID: abi.AlgoRSF, Summary: "Rent-seeking framework, delay-based (Pokhrel, Williamson)", Coupled: "delay_factor", Reads: []Param{ParamRSFTarget}, spec: loadRsf},
+// Algorithms returns every algorithm, in a stable order (pkg/algo's).
+func Algorithms() (out []Algorithm) {
+	for _, i := range algo.All(algo.CC) {
+		out = append(out, Algorithm{i})
+	}
+	return out
 }
-
-// Algorithms returns every algorithm, in a stable order.
-func Algorithms() []Algorithm { return append([]Algorithm(nil), algorithms...) }
 
 // Lookup finds an algorithm by name; the error lists the ones that exist.
 func Lookup(name string) (Algorithm, error) {
-	for _, a := range algorithms {
-		if a.Name == name {
-			return a, nil
-		}
-	}
-	return Algorithm{}, fmt.Errorf("unknown algorithm %q: choose one of %s", name, strings.Join(Names(), ", "))
+	i, err := algo.Lookup(algo.CC, name)
+	return Algorithm{i}, err
 }
 
-// ByID finds an algorithm by its BPF id.
+// ByID finds an algorithm by its id.
 func ByID(id uint32) (Algorithm, bool) {
-	for _, a := range algorithms {
-		if a.ID == id {
-			return a, true
-		}
-	}
-	return Algorithm{}, false
+	i, ok := algo.ByID(algo.CC, id)
+	return Algorithm{i}, ok
 }
 
 // Names lists the algorithm names, sorted.
 func Names() []string {
-	var n []string
-	for _, a := range algorithms {
-		n = append(n, a.Name)
-	}
+	n := algo.Names(algo.CC)
 	sort.Strings(n)
 	return n
 }
 
-// Spec returns the algorithm's compiled BPF collection.
-func (a Algorithm) Spec() (*ebpf.CollectionSpec, error) { return a.spec() }
+// family is how a congestion control is loaded, listed and unloaded.
+var family = &structops.Family{Kind: algo.CC, Objects: objects, Root: DefaultPinRoot, Maps: pinnedMaps,
+	UnloadCmd: "mptcp-cc unload --name %s", ListCmd: "mptcp-cc list",
+	Check: checkKernel, IsRegistered: IsRegistered, ErrNameRegistered: ErrNameRegistered}
+
+// Objects lists, sorted, the algorithms this binary has a BPF object for
+// (a test checks it is the table).
+func Objects() ([]string, error) { return family.ObjectNames() }
+
+// Spec returns the algorithm's compiled BPF collection, its id set.
+func (a Algorithm) Spec() (*ebpf.CollectionSpec, error) { return family.Spec(a.Info) }

@@ -36,11 +36,7 @@ func TestBPFMatchesModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			alg, err := model.ForName(a.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkTrace(t, alg, events)
+			checkTrace(t, model.Of(a.Info), events)
 		})
 	}
 }

@@ -205,11 +205,11 @@ func predict(armName, ref string, c cell) float64 {
 			n = 1
 		}
 	} else {
-		a, err := model.ForName(name)
+		a, err := cc.Lookup(name)
 		if err != nil {
 			return math.NaN()
 		}
-		algo = a
+		algo = model.Of(a.Info)
 	}
 	r := model.ShareAgainstReno(algo, n, c.rate, time.Duration(c.rttMs*float64(time.Millisecond)), int(c.queueBytes)/1500, cc.DefaultRSFTarget, 4)
 	return mean(r)

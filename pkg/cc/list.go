@@ -5,12 +5,10 @@ package cc
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
@@ -40,43 +38,39 @@ func (l Loaded) Current() bool {
 
 // List returns what is loaded under root, sorted by name.
 func List(root string) ([]Loaded, error) {
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	dirs, err := kernel.PinDirs(root)
+	pinned, err := structops.Pinned(family, root, algoOf)
 	if err != nil {
 		return nil, err
 	}
 	var out []Loaded
-	for _, name := range dirs {
-		l, err := inspect(root, name)
+	for _, p := range pinned {
+		l, err := inspectEntry(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		out = append(out, l)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-func inspect(root, name string) (Loaded, error) {
-	dir := filepath.Join(root, name)
-	l := Loaded{Name: name, PinDir: dir, Registered: IsRegistered(name)}
+func algoOf(r *abi.CCParams) uint32 { return r.Algo }
 
-	var raw abi.CCParams
-	if err := structops.ReadParams(dir, &raw); err != nil {
-		return l, err
+func inspect(root, name string) (Loaded, error) {
+	p, err := structops.ReadPinned(family, root, name, algoOf)
+	if err != nil {
+		return Loaded{Name: name, PinDir: p.Dir, Registered: IsRegistered(name)}, err
 	}
-	l.Params = paramsOf(raw)
-	if a, ok := ByID(raw.Algo); ok {
-		l.Algo = a.Name
-	}
+	return inspectEntry(p)
+}
+
+func inspectEntry(p structops.PinnedEntry[abi.CCParams]) (Loaded, error) {
+	l := Loaded{Name: p.Name, PinDir: p.Dir, Registered: IsRegistered(p.Name), Algo: p.Algo, Params: paramsOf(p.Params)}
 	var err error
-	if l.Build, l.BuildRecorded, err = structops.ReadBuild(dir); err != nil {
+	if l.Build, l.BuildRecorded, err = structops.ReadBuild(p.Dir); err != nil {
 		return l, err
 	}
 	// A registration from before the counter existed has no pin: 0.
-	if m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "untracked"), &ebpf.LoadPinOptions{ReadOnly: true}); err == nil {
+	if m, err := ebpf.LoadPinnedMap(filepath.Join(p.Dir, "untracked"), &ebpf.LoadPinOptions{ReadOnly: true}); err == nil {
 		err = m.Lookup(uint32(0), &l.Untracked)
 		m.Close()
 		if err != nil {
@@ -102,14 +96,7 @@ func OpenParams(root, name string) (*ebpf.Map, error) {
 }
 
 func openPinned(root, name, what string) (*ebpf.Map, error) {
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	m, err := ebpf.LoadPinnedMap(filepath.Join(root, name, what), nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s of %s: %w", what, name, err)
-	}
-	return m, nil
+	return family.OpenPinned(root, name, what)
 }
 
 // SetParams changes the parameters of a loaded congestion control; running
@@ -124,5 +111,5 @@ func SetParams(root, name string, p Params) error {
 	if err := m.Lookup(uint32(0), &raw); err != nil {
 		return err
 	}
-	return m.Put(uint32(0), p.raw(raw.Algo))
+	return m.Put(uint32(0), rawParams(p, raw.Algo))
 }

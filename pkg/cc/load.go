@@ -3,44 +3,26 @@
 package cc
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
+	"github.com/mptcp-cc/mptcp-cc/pkg/ccparams"
 )
 
-// Params are the load-time parameters every algorithm accepts, as Go
-// takes them; Load writes them as struct mpcc_params (abi.CCParams).
-type Params struct {
-	LISA      bool          // LISA linked slow start for joining subflows
-	RSFTarget time.Duration // RSF's target queueing delay d (only RSF reads it)
-	Trace     bool          // emit every decision to the trace ring buffer
-	// Pacing: each subflow is paced at about its window per RTT (the
-	// kernel's TCP pacing) instead of sending in bursts, as the kernel's
-	// own CCs do without an fq qdisc. At a drop-tail queue shared with a
-	// TCP flow at 1 ms base RTT, two unpaced subflows lost 2.4-5.3 times
-	// as many packets per packet sent as the TCP flow, paced 1.7-1.8
-	// times, and two subflows came closer to one TCP share. Not the
-	// default: four subflows did not gain, and at tens of Gbit/s it costs
-	// a third of the goodput (docs/results/fairness.md).
-	Pacing bool
-}
+// Params are the load-time parameters every algorithm accepts
+// (ccparams.Params, which says what each is); Load writes them as struct
+// mpcc_params (abi.CCParams).
+type Params = ccparams.Params
 
-// DefaultRSFTarget is RSF's target queueing delay when none is given. The
-// seed does not fix d; 10 ms is a queue short enough to mark a path as
-// uncontended on WAN paths and long enough that the delay noise of a
-// virtualised host (~1 ms) does not trip it. docs/algorithms.md discusses it.
-const DefaultRSFTarget = 10 * time.Millisecond
+// DefaultRSFTarget is RSF's target queueing delay when none is given
+// (ccparams.DefaultRSFTarget).
+const DefaultRSFTarget = ccparams.DefaultRSFTarget
 
-// raw is the params map's value (struct mpcc_params) for algo.
-func (p Params) raw(algo uint32) abi.CCParams {
+// rawParams is the params map's value (struct mpcc_params) for algo.
+func rawParams(p Params, algo uint32) abi.CCParams {
 	r := abi.CCParams{RsfTargetUs: uint32(p.RSFTarget / time.Microsecond), Algo: algo}
 	if p.LISA {
 		r.Lisa = 1
@@ -76,16 +58,10 @@ const MaxSubflowsTracked = 65536
 // Load registers the algorithm with the kernel and pins it, so it stays
 // registered after this process exits. Either everything is in place when it
 // returns nil, or nothing is: a failure undoes what was done.
-func Load(a Algorithm, opts Options) (err error) {
-	name, root := opts.Name, opts.PinRoot
+func Load(a Algorithm, opts Options) error {
+	name := opts.Name
 	if name == "" {
 		name = a.DefaultName()
-	}
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	if err := validName(name); err != nil {
-		return err
 	}
 	if opts.MaxSubflows > MaxSubflowsTracked {
 		return fmt.Errorf("a subflows map of %d entries: want 1 to %d (0: %d)", opts.MaxSubflows, MaxSubflowsTracked, MaxSubflowsTracked)
@@ -93,61 +69,15 @@ func Load(a Algorithm, opts Options) (err error) {
 	if opts.Params.RSFTarget < 0 || opts.Params.RSFTarget > time.Hour {
 		return fmt.Errorf("RSF target delay %v is out of range (0 to 1h)", opts.Params.RSFTarget)
 	}
-	if err := kernel.CheckPrivileges(); err != nil {
-		return err
-	}
-	if err := checkKernel(); err != nil {
-		return err
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(dir); err == nil {
-		return fmt.Errorf("%s is %w (pinned at %s): unload it first with `mptcp-cc unload --name %s`", name, ErrAlreadyLoaded, dir, name)
-	}
-	if IsRegistered(name) {
-		return fmt.Errorf("%q: %w by another program; pick another with --name", name, ErrNameRegistered)
-	}
-	// A failed load must not leave behind an empty pin root it created.
-	_, statErr := os.Stat(root)
-	if err := kernel.EnsureBPFFS(root); err != nil {
-		return err
-	}
-	if os.IsNotExist(statErr) {
-		defer func() {
-			if err != nil {
-				_ = os.Remove(root) // fails, as it should, if anything is in it
-			}
-		}()
-	}
-
-	spec := func() (*ebpf.CollectionSpec, error) {
-		s, err := a.Spec()
-		if err == nil && opts.MaxSubflows > 0 {
+	tune := func(s *ebpf.CollectionSpec) {
+		if opts.MaxSubflows > 0 {
 			s.Maps["subflows"].MaxEntries = opts.MaxSubflows
 		}
-		return s, err
 	}
-	err = structops.Load(structops.Object{Algo: a.Name, Spec: spec, Params: opts.Params.raw(a.ID), Maps: pinnedMaps, Build: ThisBuild()}, name, dir)
-	if errors.Is(err, ebpf.ErrNotSupported) {
-		// The preflight passed, so this is a feature it does not know:
-		// say so, with what `mptcp-cc version` needs to tell it.
-		return fmt.Errorf("%w that the preflight did not probe (please report it with `mptcp-cc version --json`): %v", kernel.ErrUnsupported, err)
-	}
-	return err
+	return family.Load(a.Info, name, opts.PinRoot, rawParams(opts.Params, a.ID), ThisBuild(), tune)
 }
 
 // Unload unregisters a loaded congestion control and removes its pins.
 // Connections that use it keep running: the kernel holds the programs until
 // the last socket using them is released.
-func Unload(name, root string) error {
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	if err := kernel.CheckPrivileges(); err != nil {
-		return err
-	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("%s is %w (nothing pinned at %s); `mptcp-cc list` shows what is", name, ErrNotLoaded, dir)
-	}
-	return structops.Unregister(dir, func() bool { return IsRegistered(name) })
-}
+func Unload(name, root string) error { return family.Unload(name, root) }

@@ -4,9 +4,9 @@ package cc
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Errors callers can test for (errors.Is). A kernel that lacks what the
@@ -18,8 +18,8 @@ var (
 	ErrNotRoot        = kernel.ErrNotRoot
 	ErrNoBTF          = kernel.ErrNoBTF
 	ErrNoStructOps    = kernel.ErrNoStructOps
-	ErrAlreadyLoaded  = errors.New("already loaded")
-	ErrNotLoaded      = errors.New("not loaded")
+	ErrAlreadyLoaded  = structops.ErrAlreadyLoaded
+	ErrNotLoaded      = structops.ErrNotLoaded
 	ErrNameRegistered = errors.New("a congestion control of that name is already registered")
 )
 
@@ -36,16 +36,3 @@ func Registered() ([]string, error) { return kernel.CongestionControls() }
 
 // IsRegistered reports whether the kernel offers a congestion control by that name.
 func IsRegistered(name string) bool { return kernel.HasCongestionControl(name) }
-
-// validName follows the kernel: TCP_CA_NAME_MAX is 16 bytes with the NUL.
-func validName(name string) error {
-	if len(name) == 0 || len(name) > 15 {
-		return fmt.Errorf("congestion control name %q must be 1 to 15 characters", name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return fmt.Errorf("congestion control name %q: use only a-z, 0-9, '_' and '-'", name)
-		}
-	}
-	return nil
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
@@ -23,6 +24,7 @@ func TestTwoPathTransferEach(t *testing.T) {
 			var mid []int
 			var tokens = map[uint32]bool{}
 			run(t, n, []flow{{path: 0, mptcp: true, cc: name}}, time.Second, 2*time.Second, func(end bool) {
+				checkRecordsCarryID(t, root, name, a)
 				subs := testkernel.Subflows(t, root, name)
 				mid = append(mid, len(subs))
 				for _, s := range subs {
@@ -40,6 +42,37 @@ func TestTwoPathTransferEach(t *testing.T) {
 			}
 			waitEmpty(t, root, name)
 		})
+	}
+}
+
+// checkRecordsCarryID checks that the records the BPF wrote carry the id
+// the loader gave the object from pkg/algo's table: in the record and as
+// the top byte of the subflow id (what `mptcp-cc upgrade` and the readers
+// rely on).
+func checkRecordsCarryID(t *testing.T, root, name string, a cc.Algorithm) {
+	t.Helper()
+	m, err := cc.OpenSubflows(root, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var (
+		key uint64
+		rec abi.Subflow
+		n   int
+	)
+	it := m.Iterate()
+	for it.Next(&key, &rec) {
+		n++
+		if rec.Algo != a.ID || uint32(rec.Id>>56) != a.ID {
+			t.Errorf("%s: a subflow record has algo %d and id %#x, want the table's id %d in both", a.Name, rec.Algo, rec.Id, a.ID)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Errorf("%s: no subflow records to check the id of", a.Name)
 	}
 }
 

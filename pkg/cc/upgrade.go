@@ -97,7 +97,7 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 // cannot be upgraded in place.
 func ABI() (string, error) {
 	var abi string
-	for _, a := range algorithms {
+	for _, a := range Algorithms() {
 		spec, err := a.Spec()
 		if err != nil {
 			return "", err

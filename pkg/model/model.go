@@ -5,6 +5,10 @@
 // recorded can be replayed here and must come out bit-identical (the
 // differential tests in pkg/cc do that on real connections).
 //
+// Each algorithm is one file, NAME.go, whose init registers it in
+// pkg/algo's table (name, id, summary, coupled quantity, parameters, this
+// model): the one place an algorithm is declared in Go.
+//
 // Fixed-point scales (defined in bpf/include/cc_fixed.h, explained in
 // docs/algorithms.md):
 //
@@ -17,9 +21,8 @@
 package model
 
 import (
-	"fmt"
-
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
 )
 
 // Fixed-point constants, as in bpf/include/cc_fixed.h.
@@ -63,20 +66,17 @@ type Algorithm interface {
 	Ssthresh(c Conn) Out
 }
 
-// ForName returns the model of an algorithm by its mptcp-cc name.
-func ForName(name string) (Algorithm, error) {
-	switch name {
-	case "lia":
-		return LIA{}, nil
-	case "olia":
-		return OLIA{}, nil
-	case "balia":
-		return BALIA{}, nil
-	case "rsf":
-		return RSF{}, nil
-	}
-	return nil, fmt.Errorf("no model for algorithm %q", name)
+// register adds m's congestion control to the table (pkg/algo), named
+// by m.Name(), from the init of m's file: the one place an algorithm is
+// declared. i.ID is stable once shipped (pkg/algo says why).
+func register(m Algorithm, i algo.Info) {
+	i.Name, i.Kind = m.Name(), algo.CC
+	i.Model = func() Algorithm { return m }
+	algo.Register(i)
 }
+
+// Of returns the model of a congestion control of the table.
+func Of(i algo.Info) Algorithm { return i.Model.(func() Algorithm)() }
 
 // div is BPF's unsigned division: dividing by zero gives zero.
 func div(a, b uint64) uint64 {

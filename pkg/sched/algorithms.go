@@ -5,6 +5,11 @@
 // loading process exits by pinning their struct_ops links in bpffs, lists
 // and unloads them, and picks the scheduler of a network namespace.
 //
+// The schedulers are pkg/algo's table (each registered by its model in
+// pkg/schedmodel); their objects are found by name (NAME_bpfel.o, from
+// the go:generate lines in gen.go), and loaded by pkg/structops as the
+// congestion controls are.
+//
 // Pin layout, one directory per registered scheduler:
 //
 //	<root>/<name>/link    the struct_ops link: while it exists, <name> is registered
@@ -19,59 +24,50 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+	_ "github.com/mptcp-cc/mptcp-cc/pkg/schedmodel" // the schedulers register there
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
-// Algorithm is one packet scheduler this project ships.
-type Algorithm struct {
-	Name    string // as given to `sched load`, and the name it registers under by default
-	ID      uint32 // enum mpsch_algo in bpf/include/sched_types.h, through pkg/abi
-	Summary string
-	spec    func() (*ebpf.CollectionSpec, error)
-}
+// Algorithm is one packet scheduler this project ships: its entry in
+// pkg/algo's table (Name, ID, Summary).
+type Algorithm struct{ algo.Info }
 
-var algorithms = []Algorithm{
-	{Name: "minrtt", ID: abi.SchedMinRTT, Summary: "lowest RTT with window space (the classic default)", spec: loadMinrtt},
-	{Name: "rr", ID: abi.SchedRR, Summary: "round-robin over the usable subflows, window or not", spec: loadRr},
-	{Name: "redundant", ID: abi.SchedRedundant, Summary: "every usable subflow: new data spread, reinjections duplicated", spec: loadRedundant},
-	{Name: "blest", ID: abi.SchedBLEST, Summary: "minrtt that skips a slow subflow predicted to block the fast one (BLEST)", spec: loadBlest},
-	{Name: "ecf", ID: abi.SchedECF, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)", spec: loadEcf},
-	{Name: "daps", ID: abi.SchedDAPS, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)", spec: loadDaps},
-	{Name: "papd", ID: abi.SchedPAPD, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)", spec: loadPapd},
-	{Name: "weighted", ID: abi.SchedWeighted, Summary: "new data split by operator-given weights per endpoint among the subflows with window space", spec: loadWeighted},
-}
-
-// Algorithms returns every scheduler, in a stable order.
-func Algorithms() []Algorithm { return append([]Algorithm(nil), algorithms...) }
-
-// Names lists the schedulers' names.
-func Names() []string {
-	out := make([]string, len(algorithms))
-	for i, a := range algorithms {
-		out[i] = a.Name
+// Algorithms returns every scheduler, in a stable order (pkg/algo's).
+func Algorithms() (out []Algorithm) {
+	for _, i := range algo.All(algo.Scheduler) {
+		out = append(out, Algorithm{i})
 	}
 	return out
 }
 
+// Names lists the schedulers' names, in the order of Algorithms.
+func Names() []string { return algo.Names(algo.Scheduler) }
+
 // Lookup finds a scheduler by name; the error lists the ones that exist.
 func Lookup(name string) (Algorithm, error) {
-	for _, a := range algorithms {
-		if a.Name == name {
-			return a, nil
-		}
+	i, err := algo.Lookup(algo.Scheduler, name)
+	if err != nil {
+		return Algorithm{}, fmt.Errorf("%w %q: choose one of %s", ErrUnknown, name, strings.Join(Names(), ", "))
 	}
-	return Algorithm{}, fmt.Errorf("%w %q: choose one of %s", ErrUnknown, name, strings.Join(Names(), ", "))
+	return Algorithm{i}, nil
 }
 
-// ByID finds a scheduler by its BPF id.
+// ByID finds a scheduler by its id.
 func ByID(id uint32) (Algorithm, bool) {
-	for _, a := range algorithms {
-		if a.ID == id {
-			return a, true
-		}
-	}
-	return Algorithm{}, false
+	i, ok := algo.ByID(algo.Scheduler, id)
+	return Algorithm{i}, ok
 }
 
-// Spec returns the scheduler's object, as compiled into this binary.
-func (a Algorithm) Spec() (*ebpf.CollectionSpec, error) { return a.spec() }
+// family is how a scheduler is loaded, listed and unloaded.
+var family = &structops.Family{Kind: algo.Scheduler, Objects: objects, Root: DefaultPinRoot, Maps: pinnedMaps,
+	UnloadCmd: "mptcp-cc sched unload %s", ListCmd: "mptcp-cc sched list",
+	Check: CheckHook, IsRegistered: IsRegistered, ErrNameRegistered: ErrNameRegistered}
+
+// Objects lists, sorted, the schedulers this binary has a BPF object for
+// (a test checks it is the table).
+func Objects() ([]string, error) { return family.ObjectNames() }
+
+// Spec returns the scheduler's object, as compiled into this binary, its
+// id set.
+func (a Algorithm) Spec() (*ebpf.CollectionSpec, error) { return family.Spec(a.Info) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/cilium/ebpf"
@@ -26,35 +27,17 @@ type Loaded struct {
 
 // List returns the schedulers pinned under root, sorted by name.
 func List(root string) ([]Loaded, error) {
-	if root == "" {
-		root = DefaultPinRoot
-	}
-	dirs, err := kernel.PinDirs(root)
-	if err != nil {
-		return nil, err
-	}
+	pinned, err := structops.Pinned(family, root, func(r *abi.SchedParams) uint32 { return r.Algo })
 	avail, _ := Available()
-	reg := map[string]bool{}
-	for _, a := range avail {
-		reg[a] = true
-	}
 	var out []Loaded
-	var errs []error
-	for _, d := range dirs {
-		l := Loaded{Name: d, Registered: reg[d]}
-		var raw abi.SchedParams
-		if err := structops.ReadParams(filepath.Join(root, d), &raw); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", d, err))
-		} else {
-			if a, ok := ByID(raw.Algo); ok {
-				l.Algorithm = a.Name
-			}
-			l.Params = Params{Trace: raw.Trace != 0, Args: raw.Arg}
+	for _, p := range pinned {
+		l := Loaded{Name: p.Name, Algorithm: p.Algo, Registered: slices.Contains(avail, p.Name)}
+		if p.OK {
+			l.Params = Params{Trace: p.Params.Trace != 0, Args: p.Params.Arg}
 		}
 		out = append(out, l)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, errors.Join(errs...)
+	return out, err
 }
 
 // SubflowStats is what a scheduler gave one subflow, decoded from its

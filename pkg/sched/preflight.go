@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Errors callers can test for (errors.Is).
@@ -23,8 +24,8 @@ var (
 		"has the hook and its kfuncs (net/mptcp/bpf.c), no released Linux (checked through 7.3); " +
 		"BPF packet schedulers are experimental (docs/schedulers.md)")
 	ErrNoMPTCP        = errors.New("the kernel has no MPTCP, or it is disabled (net.mptcp.enabled=0)")
-	ErrAlreadyLoaded  = errors.New("already loaded")
-	ErrNotLoaded      = errors.New("not loaded")
+	ErrAlreadyLoaded  = structops.ErrAlreadyLoaded
+	ErrNotLoaded      = structops.ErrNotLoaded
 	ErrNameRegistered = errors.New("a scheduler of that name is already registered")
 	ErrUnknown        = errors.New("no such scheduler")
 )
@@ -76,17 +77,4 @@ func IsRegistered(name string) bool {
 		}
 	}
 	return false
-}
-
-// validName follows the kernel: MPTCP_SCHED_NAME_MAX is 16 bytes with the NUL.
-func validName(name string) error {
-	if len(name) == 0 || len(name) > 15 {
-		return fmt.Errorf("scheduler name %q must be 1 to 15 characters", name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return fmt.Errorf("scheduler name %q: use only a-z, 0-9, '_' and '-'", name)
-		}
-	}
-	return nil
 }

@@ -45,7 +45,7 @@ func RunStats(root, name string) (map[string]ProgramRun, error) {
 	if root == "" {
 		root = DefaultPinRoot
 	}
-	if err := validName(name); err != nil {
+	if err := family.ValidName(name); err != nil {
 		return nil, err
 	}
 	params, err := ebpf.LoadPinnedMap(filepath.Join(root, name, "params"), &ebpf.LoadPinOptions{ReadOnly: true})

@@ -118,6 +118,24 @@ func TestGuestMinRTT(t *testing.T) {
 	}
 }
 
+// TestGuestDifferential is the differential test over pkg/algo's table,
+// as pkg/cc's TestBPFMatchesModel: every scheduler carries a transfer
+// intact with its default args, and every decision it traced replays
+// identically through its Go model (transfer replays them). A new
+// scheduler is in it without a line here; its own TestGuest* checks what
+// it is for.
+func TestGuestDifferential(t *testing.T) {
+	vmtest.Guest(t)
+	root := testkernel.PinRoot(t)
+	n := asymmetric(t, 8e6, 10*time.Millisecond, 40*time.Millisecond)
+	for _, a := range sched.Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			name := load(t, root, a.Name, sched.Params{Trace: true})
+			transfer(t, n, root, name, a.Name, schedmodel.Args{}, 1<<20, nil)
+		})
+	}
+}
+
 // replay runs every traced decision through the model and fails on the
 // first that differs.
 func replay(t *testing.T, algo string, args schedmodel.Args, events []schedmodel.Trace) {

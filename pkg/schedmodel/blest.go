@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 4, Summary: "minrtt that skips a slow subflow predicted to block the fast one (BLEST)"}, func(a Args) Scheduler { return BLEST{Lambda: a.get(0, 120)} })
+}
+
 // BLEST mirrors bpf/sched/blest.bpf.c (Ferlin et al., IFIP Networking
 // 2016). Lambda is in hundredths.
 type BLEST struct{ Lambda uint32 }

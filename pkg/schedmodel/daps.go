@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 6, Summary: "delay-aware: the fast path holds the data that lands before the slow path's (Sarwar 2013)"}, func(a Args) Scheduler { return NewDAPS(a) })
+}
+
 // DAPS mirrors bpf/sched/daps.bpf.c: the next in-order data goes on a
 // slower subflow only once the fastest holds, queued beyond its window,
 // the data it sends while that data is on its way (the lead).

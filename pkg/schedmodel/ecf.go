@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 5, Summary: "minrtt that waits for the fast subflow when that finishes earlier (ECF)"}, func(Args) Scheduler { return ECF{} })
+}
+
 // ECF mirrors bpf/sched/ecf.bpf.c (Lim et al., CoNEXT 2017, Algorithm 1);
 // State.W[0] is `waiting`.
 type ECF struct{}

@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 1, Summary: "lowest RTT with window space (the classic default)"}, func(Args) Scheduler { return MinRTT{} })
+}
+
 // MinRTT mirrors bpf/sched/minrtt.bpf.c.
 type MinRTT struct{}
 

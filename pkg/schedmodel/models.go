@@ -2,29 +2,30 @@
 
 package schedmodel
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+)
+
+// register adds a scheduler to the table (pkg/algo), named by its model,
+// from the init of the model's file: the one place a scheduler is
+// declared. i.ID is stable once shipped (pkg/algo says why).
+func register(i algo.Info, model func(Args) Scheduler) {
+	i.Name, i.Kind, i.Model = model(Args{}).Name(), algo.Scheduler, model
+	algo.Register(i)
+}
+
+// Of returns the model of a scheduler of the table with its load-time args.
+func Of(i algo.Info, args Args) Scheduler { return i.Model.(func(Args) Scheduler)(args) }
 
 // New returns the model of the named scheduler with its load-time args.
 func New(name string, args Args) (Scheduler, error) {
-	switch name {
-	case "minrtt":
-		return MinRTT{}, nil
-	case "rr":
-		return RR{Packets: args.get(0, 1)}, nil
-	case "redundant":
-		return Redundant{}, nil
-	case "blest":
-		return BLEST{Lambda: args.get(0, 120)}, nil
-	case "ecf":
-		return ECF{}, nil
-	case "daps":
-		return NewDAPS(args), nil
-	case "papd":
-		return NewPAPD(args), nil
-	case "weighted":
-		return Weighted{Args: args}, nil
+	i, err := algo.Lookup(algo.Scheduler, name)
+	if err != nil {
+		return nil, fmt.Errorf("no model: %w", err)
 	}
-	return nil, fmt.Errorf("no model of scheduler %q", name)
+	return Of(i, args), nil
 }
 
 // Replay runs one traced decision through m from its recorded inputs and

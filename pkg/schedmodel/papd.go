@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 7, Summary: "measured rates choose multipath or the best path alone, per period (draft-zuo-mptcp-degradation)"}, func(a Args) Scheduler { return NewPAPD(a) })
+}
+
 // PAPD mirrors bpf/sched/papd.bpf.c: measured rates choose, per period,
 // multipath (minrtt over every subflow) or the best path alone; redundant
 // marking while the connection is in slow start.

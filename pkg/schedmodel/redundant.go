@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 3, Summary: "every usable subflow: new data spread, reinjections duplicated"}, func(Args) Scheduler { return Redundant{} })
+}
+
 // Redundant mirrors bpf/sched/redundant.bpf.c: every usable subflow of the
 // current tier, for new data and for reinjections.
 type Redundant struct{}

@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 2, Summary: "round-robin over the usable subflows, window or not"}, func(a Args) Scheduler { return RR{Packets: a.get(0, 1)} })
+}
+
 // RR mirrors bpf/sched/rr.bpf.c: the next usable subflow by kernel id
 // after the one used last (State.W[0]), window or not; Packets per turn.
 type RR struct{ Packets uint32 }

@@ -6,6 +6,10 @@
 // generates them (pkg/sched reads the BPF trace into the same types), and
 // pick.go mirrors the rules of sched_pick.h, so a decision traced in a
 // kernel replays here and must come out equal.
+//
+// Each scheduler is one file, NAME.go, whose init registers it in
+// pkg/algo's table (name, id, summary, this model): the one place a
+// scheduler is declared in Go.
 package schedmodel
 
 import "github.com/mptcp-cc/mptcp-cc/pkg/abi"

@@ -2,6 +2,12 @@
 
 package schedmodel
 
+import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
+
+func init() {
+	register(algo.Info{ID: 8, Summary: "new data split by operator-given weights per endpoint among the subflows with window space"}, func(a Args) Scheduler { return Weighted{Args: a} })
+}
+
 // Weighted mirrors bpf/sched/weighted.bpf.c: new data split in bytes by
 // per-endpoint weights among the subflows of the current tier with window
 // room, through a zero-sum credit per subflow (the file says why and how).
