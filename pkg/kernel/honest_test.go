@@ -21,7 +21,8 @@ var pathsAllowed = []string{"/sys/fs/bpf", "/proc/thread-self/ns/net"}
 
 // Nothing in pkg/ but pkg/kernel names a file under /proc or /sys, so
 // every read of one goes through pkg/kernel and its settable root: a
-// reader elsewhere would escape the fixtures. A path inside prose (an
+// reader elsewhere would escape the fixtures. Nor does anything there
+// move the root: only tests do (kerneltest.Root). A path inside prose (an
 // error message naming /proc/self/mountinfo) is not a read and is not
 // flagged: only a string that starts with the path is.
 func TestOnlyKernelReadsKernelFiles(t *testing.T) {
@@ -41,6 +42,9 @@ func TestOnlyKernelReadsKernelFiles(t *testing.T) {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "SetRoot" {
+				t.Errorf("%s: SetRoot outside tests: the product reads the running kernel", fset.Position(sel.Pos()))
+			}
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
 				return true
