@@ -19,30 +19,14 @@
 #include "cc_types.h"
 #include "mptcp.h"
 
-/*
- * mptcp_subflow_context.local_id changed type: u8 in Linux as released up
- * to 6.5, s16 ("if negative not initialized yet") in 6.8 on, and in stable
- * kernels that took the change (Debian 12's 6.1.0-57, 6.1.192, has s16:
- * measured in its BTF). cilium/ebpf relocates a field's offset but not the
- * size of the load, so the s16 read of vmlinux.h is a 2-byte load that the
- * verifier rejects on a u8 field ("access beyond the end of member
- * local_id", seen on 6.2). Read it with the size the running kernel
- * declares: the branch is a CO-RE constant, so the verifier never sees the
- * other arm. An id is 0-255 once set (our record is __u8), negative only
- * before the path manager set it: 0 then, as the kernel reads it
- * (subflow_get_local_id) and as the u8 kernels hold it.
- */
-struct mptcp_subflow_context___old {
-	__u8 local_id;
-} __attribute__((preserve_access_index));
-
+/* The subflow's local id for its record (__u8): mptcp.h reads it with the
+ * size the running kernel declares; one not set yet (negative, s16 kernels)
+ * is 0, as the kernel reads it (subflow_get_local_id) and as the u8 kernels
+ * hold it. */
 static __always_inline __u8 mpcc_local_id(const struct mptcp_subflow_context *ctx)
 {
-	__s16 id;
+	int id = mptcp_local_id(ctx);
 
-	if (bpf_core_field_size(ctx->local_id) == 1)
-		return ((const struct mptcp_subflow_context___old *)ctx)->local_id;
-	id = ctx->local_id;
 	return id < 0 ? 0 : (__u8)id;
 }
 

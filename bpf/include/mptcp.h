@@ -48,6 +48,31 @@ static __always_inline struct mptcp_sock *mptcp_msk_ro(const struct sock *ssk)
 	return bpf_rdonly_cast(ctx->conn, bpf_core_type_id_kernel(struct mptcp_sock));
 }
 
+/*
+ * mptcp_subflow_context.local_id changed type: u8 in Linux as released up
+ * to 6.5, s16 ("if negative not initialized yet") in 6.8 on, and in stable
+ * kernels that took the change (Debian 12's 6.1.0-57, 6.1.192, has s16:
+ * measured in its BTF). cilium/ebpf relocates a field's offset but not the
+ * size of the load, so the s16 read of vmlinux.h is a 2-byte load that the
+ * verifier rejects on a u8 field ("access beyond the end of member
+ * local_id", seen on 6.2). mptcp_local_id reads it with the size the
+ * running kernel declares: the branch is a CO-RE constant, so the verifier
+ * never sees the other arm. It returns the id as the kernel holds it: 0-255
+ * once set, negative (s16 kernels only) before the path manager set it.
+ * Every program that reads the field reads it here (cc_obs.h for the
+ * subflow record, sched_skel.h for a subflow's endpoint).
+ */
+struct mptcp_subflow_context___old {
+	__u8 local_id;
+} __attribute__((preserve_access_index));
+
+static __always_inline int mptcp_local_id(const struct mptcp_subflow_context *ctx)
+{
+	if (bpf_core_field_size(ctx->local_id) == 1)
+		return ((const struct mptcp_subflow_context___old *)ctx)->local_id;
+	return (__s16)ctx->local_id;
+}
+
 /* A walk over msk->conn_list: start it, then call mptcp_walk_next at most
  * MPTCP_WALK_MAX times in a bounded loop. */
 struct mptcp_walk {

@@ -132,11 +132,11 @@ static __always_inline void sched_fill(struct mptcp_subflow_context *sf, struct 
  * address and whose endpoint (if its address is one) it keeps in
  * msk->mpc_endpoint_id. So an operator's endpoint id names the same path
  * whether or not the connection started on it. 0: no endpoint (-1 is a
- * local id not assigned yet). */
+ * local id not assigned yet). The id is read size-aware (mptcp.h). */
 static __always_inline __u32 sched_endpoint(const struct mptcp_sock *msk,
 					    const struct mptcp_subflow_context *sf)
 {
-	int id = sf->local_id;
+	int id = mptcp_local_id(sf);
 
 	if (id > 0)
 		return id;

@@ -13,27 +13,20 @@ package integrity
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mptcp-cc/mptcp-cc/lab/blocking"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // Arm is one configuration under test.
@@ -187,7 +180,7 @@ func build(a Arm, prefix string) (*topo.Net, error) {
 	}
 	if a.Checksum {
 		for _, ns := range []string{n.Client, n.Server} {
-			if err := sysctl(ns, "net/mptcp/checksum_enabled", "1"); err != nil {
+			if err := kernel.SetSysctl(ns, "net.mptcp.checksum_enabled", "1"); err != nil {
 				n.Close()
 				return nil, err
 			}
@@ -208,13 +201,6 @@ func checkCCs(arms []Arm) error {
 		}
 	}
 	return nil
-}
-
-// result is what the server saw of one connection.
-type result struct {
-	seed    uint64
-	finding *Finding
-	err     error
 }
 
 // outcome is one connection, as both ends saw it.
@@ -415,339 +401,4 @@ func (r *ArmResult) take(out outcome, odd map[string]uint64, o Options) {
 		r.Wrong++
 		r.Findings = append(r.Findings, *f)
 	}
-}
-
-// verdicts routes what the server found to the client waiting for it.
-type verdicts struct {
-	mu sync.Mutex
-	m  map[uint64]chan result
-}
-
-func (v *verdicts) expect(seed uint64) chan result {
-	ch := make(chan result, 1)
-	v.mu.Lock()
-	v.m[seed] = ch
-	v.mu.Unlock()
-	return ch
-}
-
-func (v *verdicts) forget(seed uint64) {
-	v.mu.Lock()
-	delete(v.m, seed)
-	v.mu.Unlock()
-}
-
-// deliver hands r to its client; a verdict nobody waits for (a header that
-// did not arrive, a client that gave up) is dropped: the client counts it.
-func (v *verdicts) deliver(r result) {
-	v.mu.Lock()
-	ch := v.m[r.seed]
-	v.mu.Unlock()
-	if ch != nil {
-		ch <- r
-	}
-}
-
-// connTimeout bounds one connection: 256 KiB over an unshaped veth takes
-// milliseconds, so a connection still open after this has broken.
-const connTimeout = 20 * time.Second
-
-// send is the client side of one connection: the seed and length, the
-// payload, then it half-closes and waits for the server's one-byte
-// verdict; or, closeEarly, it closes at once.
-func send(ns string, remote netip.AddrPort, cc string, seed uint64, payload []byte, closeEarly bool) (local netip.AddrPort, dialed bool, err error) {
-	c, err := xfer.Dial(ns, topo.ClientAddr(0), remote, true, func(fd int) error {
-		return unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
-	})
-	if err != nil {
-		return netip.AddrPort{}, false, err
-	}
-	defer c.Close()
-	local = c.LocalAddr().(*net.TCPAddr).AddrPort()
-	return local, true, sendOn(c, seed, payload, closeEarly)
-}
-
-// inspect checks a connection's captured segments, once the capture has
-// had time to read the last of them.
-//
-// The capture reads the socket in its own goroutine and can lag behind
-// the connection on a loaded machine, so the check is repeated until every
-// stream byte is covered or wireSettle has passed: a connection found
-// incomplete is one the capture did not see whole, not one it was late on.
-func inspect(wire *wireSink, capture *blocking.Capture, out outcome, size int) *Wire {
-	client := netip.AddrPortFrom(out.local.Addr().Unmap(), out.local.Port())
-	stream := wireStream(out.seed, size)
-	deadline := time.Now().Add(wireSettle)
-	for {
-		time.Sleep(wirePoll)
-		w := &Wire{}
-		if c, starts, ok := wire.conn(client); ok {
-			w = checkWire(c, stream, out.res.finding)
-			w.Starts = starts
-		}
-		w.CaptureDrops = capture.Drops()
-		if (w.Segments > 0 && w.Uncovered == 0) || time.Now().After(deadline) {
-			return w
-		}
-	}
-}
-
-// wireSettle is how long a connection's check waits at most for the
-// capture to read what is still queued for it, wirePoll how often it
-// looks, and wireSample how often a good connection is checked too.
-const (
-	wireSettle = 5 * time.Second
-	wirePoll   = 100 * time.Millisecond
-	wireSample = 1000
-)
-
-func sendOn(c *net.TCPConn, seed uint64, payload []byte, closeEarly bool) error {
-	_ = c.SetDeadline(time.Now().Add(connTimeout))
-	var hdr [16]byte
-	binary.BigEndian.PutUint64(hdr[:8], seed)
-	size := uint64(len(payload))
-	if closeEarly {
-		size |= noVerdict
-	}
-	binary.BigEndian.PutUint64(hdr[8:], size)
-	if _, err := c.Write(hdr[:]); err != nil {
-		return fmt.Errorf("sending: %w", err)
-	}
-	if _, err := c.Write(payload); err != nil {
-		return fmt.Errorf("sending: %w", err)
-	}
-	if closeEarly {
-		return nil // the deferred Close, with the payload still in flight
-	}
-	if err := c.CloseWrite(); err != nil {
-		return err
-	}
-	var verdict [1]byte
-	if _, err := io.ReadFull(c, verdict[:]); err != nil {
-		return fmt.Errorf("waiting for the server: %w", err)
-	}
-	return nil
-}
-
-// lateRead is how long a +late server waits between the header and the
-// payload: the join comes up, and sends its first data, about 1 ms into a
-// connection here.
-const lateRead = 5 * time.Millisecond
-
-// noVerdict, in the header's length, says the client closes as soon as it
-// has written, and waits for no verdict.
-const noVerdict = 1 << 63
-
-// serve is the server: each connection read to its end and checked
-// against the pattern its header names.
-func serve(ln net.Listener, size int, wait time.Duration, deliver func(result)) {
-	bufs := sync.Pool{New: func() any { return make([]byte, size+1) }}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			buf := bufs.Get().([]byte)
-			r := receive(c, buf, wait)
-			c.Close()
-			bufs.Put(buf)
-			deliver(r)
-		}()
-	}
-}
-
-func receive(c net.Conn, buf []byte, wait time.Duration) result {
-	_ = c.SetDeadline(time.Now().Add(connTimeout))
-	var hdr [16]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		return result{err: fmt.Errorf("server: reading the header: %w", err)}
-	}
-	r := result{seed: binary.BigEndian.Uint64(hdr[:8])}
-	size := binary.BigEndian.Uint64(hdr[8:])
-	answer := size&noVerdict == 0
-	size &^= noVerdict
-	time.Sleep(wait)
-	if size+1 != uint64(len(buf)) {
-		r.err = fmt.Errorf("server: the client announced %d bytes, want %d", size, len(buf)-1)
-		return r
-	}
-	n, err := io.ReadFull(c, buf)
-	if err != io.ErrUnexpectedEOF && err != nil {
-		r.err = fmt.Errorf("server: after %d bytes: %w", n, err)
-		return r
-	}
-	if n != int(size) {
-		r.err = fmt.Errorf("server: %d bytes arrived, %d were sent", n, size)
-		return r
-	}
-	r.finding = Check(0, buf[:n], Pattern(r.seed, n))
-	if !answer {
-		return r
-	}
-	if _, err := c.Write([]byte{0}); err != nil {
-		r.err = fmt.Errorf("server: answering: %w", err)
-	}
-	return r
-}
-
-func sysctl(ns, key, val string) error {
-	return netns.Do(ns, func() error {
-		return os.WriteFile("/proc/sys/"+key, []byte(val), 0o644)
-	})
-}
-
-// Wilson is the proportion k/n and its 95% Wilson score interval.
-func Wilson(k, n int) (p, lo, hi float64) {
-	if n == 0 {
-		return 0, 0, 1
-	}
-	const z = 1.959964
-	nf := float64(n)
-	p = float64(k) / nf
-	den := 1 + z*z/nf
-	mid := (p + z*z/(2*nf)) / den
-	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
-	return p, max(0, mid-half), min(1, mid+half)
-}
-
-// WriteText prints the report as a table of rates, then where the wrong
-// bytes of each arm began and where they had been sent.
-func (rep Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "kernel %s; %d-byte connections, %d at a time, over two unshaped veth paths, offloads off and a join each unless the arm says +offload or +nojoin\n\n", rep.Kernel, rep.Size, rep.Parallel)
-	fmt.Fprintf(w, "%-14s %7s %6s %24s %7s %7s %15s %8s\n", "arm", "conns", "wrong", "per 10,000 (95% CI)", "failed", "joins", "flagged (wrong)", "took")
-	for _, a := range rep.Arms {
-		rate, lo, hi := a.Rate()
-		fmt.Fprintf(w, "%-14s %7d %6d %24s %7d %7d %15s %8s\n", a.Name, a.Conns, a.Wrong,
-			fmt.Sprintf("%.1f (%.1f-%.1f)", rate, lo, hi), a.Failed, a.Joins,
-			flagged(a), a.Took.Round(100*time.Millisecond))
-	}
-	fmt.Fprintf(w, "\nflagged: connections during which a MIB counter of something amiss moved (%s); only measured when connections run one at a time\n", strings.Join(kernel.MPTCPAnomalies, ", "))
-	for _, a := range rep.Arms {
-		if a.Wire {
-			fmt.Fprintf(w, "%s: the server's capture checked %d good connections on the wire, %d right (every segment as its DSS mapping says, every byte there); %d packets dropped by the capture\n",
-				a.Name, a.WireChecked, a.WireRight, a.CaptureDrops)
-			if a.WireOdd != nil {
-				fmt.Fprintf(w, "  the first good connection not found right: %s\n", a.WireOdd.describe())
-			}
-		}
-	}
-	for _, a := range rep.Arms {
-		if len(a.Findings) == 0 && len(a.Errors) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s:\n", a.Name)
-		if csum := a.MIB["DataCsumErr"]; csum > 0 {
-			fmt.Fprintf(w, "  DSS checksum errors: %d\n", csum)
-		}
-		for _, e := range a.Errors {
-			fmt.Fprintf(w, "  failed: %s\n", e)
-		}
-		for _, f := range a.Findings {
-			where := f.Origin()
-			if d, ok := f.Shift(); ok {
-				where += fmt.Sprintf(" (%+d bytes away)", d)
-			}
-			fmt.Fprintf(w, "  connection %d: first wrong byte at payload offset %d; %d wrong, the first stretch %d long; %s; counters %s\n",
-				f.Conn, f.Offset, f.Wrong, f.Run, where, counters(f.Counters))
-			if f.Wire != nil {
-				fmt.Fprintf(w, "    %s\n", f.Wire.describe())
-			}
-		}
-	}
-}
-
-// watch reads the anomaly counters of both ends after every connection:
-// connections run one at a time, so what moved belongs to the last one.
-type watch struct {
-	ns   [2]string
-	last [2]map[string]uint64
-}
-
-func newWatch(n *topo.Net) (*watch, error) {
-	w := &watch{ns: [2]string{n.Client, n.Server}}
-	_, err := w.next()
-	return w, err
-}
-
-// next is what moved since the last call, as "client X" or "server X".
-func (w *watch) next() (map[string]uint64, error) {
-	var out map[string]uint64
-	for i, ns := range w.ns {
-		m, err := kernel.MPTCPMIB(ns)
-		if err != nil {
-			return nil, err
-		}
-		if w.last[i] != nil {
-			for _, k := range kernel.MPTCPAnomalies {
-				if d := m[k] - w.last[i][k]; d != 0 {
-					if out == nil {
-						out = map[string]uint64{}
-					}
-					out[[2]string{"client ", "server "}[i]+k] = d
-				}
-			}
-		}
-		w.last[i] = m
-	}
-	return out, nil
-}
-
-func counters(m map[string]uint64) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s %d", k, m[k])
-	}
-	return b.String()
-}
-
-func flagged(a ArmResult) string {
-	if !a.Attributed {
-		return "n/a (parallel)"
-	}
-	return fmt.Sprintf("%d (%d)", a.Flagged, a.WrongFlagged)
-}
-
-// busy starts bulk MPTCP transfers, one after another, on a network of
-// their own (two unshaped paths, a join each), until stop.
-func busy(prefix string) (stop func(), err error) {
-	n, err := topo.Build(topo.Config{Prefix: prefix, Paths: []int{0, 1}, Bottlenecks: []topo.Shaping{{}, {}}, Subflows: true})
-	if err != nil {
-		return nil, err
-	}
-	srv, err := xfer.ListenWith(n.Server, netip.AddrPortFrom(topo.ServerAddr, 0), true, xfer.ServerOptions{NoVerify: true})
-	if err != nil {
-		n.Close()
-		return nil, err
-	}
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-quit:
-				return
-			default:
-			}
-			// Short enough that stop waits little for the last one.
-			_, _ = xfer.Run(xfer.Options{NS: n.Client, Remote: srv.Addr(), MPTCP: true, For: 500 * time.Millisecond})
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-		srv.Close()
-		n.Close()
-	}, nil
 }

@@ -327,3 +327,37 @@ func wireStream(seed uint64, size int) []byte {
 	binary.BigEndian.PutUint64(stream[8:], uint64(size))
 	return append(stream, Pattern(seed, size)...)
 }
+
+// inspect checks a connection's captured segments, once the capture has
+// had time to read the last of them.
+//
+// The capture reads the socket in its own goroutine and can lag behind
+// the connection on a loaded machine, so the check is repeated until every
+// stream byte is covered or wireSettle has passed: a connection found
+// incomplete is one the capture did not see whole, not one it was late on.
+func inspect(wire *wireSink, capture *blocking.Capture, out outcome, size int) *Wire {
+	client := netip.AddrPortFrom(out.local.Addr().Unmap(), out.local.Port())
+	stream := wireStream(out.seed, size)
+	deadline := time.Now().Add(wireSettle)
+	for {
+		time.Sleep(wirePoll)
+		w := &Wire{}
+		if c, starts, ok := wire.conn(client); ok {
+			w = checkWire(c, stream, out.res.finding)
+			w.Starts = starts
+		}
+		w.CaptureDrops = capture.Drops()
+		if (w.Segments > 0 && w.Uncovered == 0) || time.Now().After(deadline) {
+			return w
+		}
+	}
+}
+
+// wireSettle is how long a connection's check waits at most for the
+// capture to read what is still queued for it, wirePoll how often it
+// looks, and wireSample how often a good connection is checked too.
+const (
+	wireSettle = 5 * time.Second
+	wirePoll   = 100 * time.Millisecond
+	wireSample = 1000
+)

@@ -5,40 +5,19 @@ package doctor
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
-// sysctl reads /proc/sys/PATH in the checked namespace; ok is false where
-// the file does not exist (a kernel without the knob).
-func sysctl(o Options, path string) (value string, ok bool, err error) {
-	read := func() error {
-		b, err := os.ReadFile(filepath.Join("/proc/sys", path))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		value, ok = strings.TrimSpace(string(b)), true
-		return nil
-	}
-	if o.Netns == "" {
-		err = read()
-	} else {
-		err = netns.Do(o.Netns, read)
-	}
-	return value, ok, err
+// sysctl reads a sysctl ("net.mptcp.enabled") in the checked namespace;
+// ok is false where the kernel has no such knob.
+func sysctl(o Options, name string) (value string, ok bool, err error) {
+	return kernel.SysctlExists(o.Netns, name)
 }
 
 func checkKernel(o Options, r *report) {
@@ -66,8 +45,7 @@ func checkPrivileges(o Options, r *report) {
 }
 
 func checkBPFFS(o Options, r *report) {
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil || st.Type != unix.BPF_FS_MAGIC {
+	if mounted, err := kernel.BPFFSMounted("/sys/fs/bpf"); err != nil || !mounted {
 		r.add(Finding{Check: "bpffs", Severity: Warn, Summary: "no bpf filesystem on /sys/fs/bpf: pins (what keeps an algorithm loaded after mptcp-cc exits) go there",
 			Fix: "`mptcp-cc load` mounts it when it can (systemd does at boot); in a container, mount the host's /sys/fs/bpf", Doc: "docs/troubleshooting.md"})
 		return
@@ -76,7 +54,7 @@ func checkBPFFS(o Options, r *report) {
 }
 
 func checkMPTCP(o Options, r *report) {
-	v, ok, err := sysctl(o, "net/mptcp/enabled")
+	v, ok, err := sysctl(o, "net.mptcp.enabled")
 	switch {
 	case err != nil:
 		r.add(Finding{Check: "mptcp", Severity: Fail, Summary: fmt.Sprintf("cannot read net.mptcp.enabled in %s: %v", where(o), err)})
@@ -91,7 +69,7 @@ func checkMPTCP(o Options, r *report) {
 }
 
 func checkPathManager(o Options, r *report) {
-	if pm, ok, _ := sysctl(o, "net/mptcp/path_manager"); ok && pm != "kernel" {
+	if pm, ok, _ := sysctl(o, "net.mptcp.path_manager"); ok && pm != "kernel" {
 		r.add(Finding{Check: "path manager", Severity: Info, Summary: fmt.Sprintf("the %s path manager decides the subflows in %s (net.mptcp.path_manager): mptcp-cc does not check its setup", pm, where(o)), Doc: "docs/mptcpd.md"})
 		return
 	}
@@ -138,7 +116,7 @@ func checkPathManager(o Options, r *report) {
 }
 
 func checkDefaults(o Options, r *report) {
-	def, _, err := sysctl(o, "net/ipv4/tcp_congestion_control")
+	def, _, err := sysctl(o, "net.ipv4.tcp_congestion_control")
 	if err != nil {
 		r.add(Finding{Check: "defaults", Severity: Warn, Summary: fmt.Sprintf("cannot read the default congestion control of %s: %v", where(o), err)})
 		return
@@ -159,7 +137,7 @@ func checkDefaults(o Options, r *report) {
 	if o.Netns == "" {
 		return // the host's namespace may make any registered CC its default
 	}
-	allowed, _, err := sysctl(o, "net/ipv4/tcp_allowed_congestion_control")
+	allowed, _, err := sysctl(o, "net.ipv4.tcp_allowed_congestion_control")
 	if err != nil {
 		return
 	}
@@ -225,7 +203,7 @@ var knownFaults = []knownFault{{
 
 func checkIntegrity(o Options, r *report) {
 	release := kernel.Release()
-	csum, ok, _ := sysctl(o, "net/mptcp/checksum_enabled")
+	csum, ok, _ := sysctl(o, "net.mptcp.checksum_enabled")
 	on := ok && csum == "1"
 	known := false
 	for _, k := range knownFaults {

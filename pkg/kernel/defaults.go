@@ -15,13 +15,13 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
-// Paths of the sysctls that decide which congestion control a TCP socket
-// gets when it asks for none: the namespace's default, and the list of
-// those a namespace other than the host's may make its default (global;
-// the kernel refuses any other with EPERM there).
+// The sysctls that decide which congestion control a TCP socket gets when
+// it asks for none: the namespace's default, and the list of those a
+// namespace other than the host's may make its default (global; the kernel
+// refuses any other with EPERM there).
 const (
-	DefaultCCPath = "/proc/sys/net/ipv4/tcp_congestion_control"
-	AllowedCCPath = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+	defaultCCSysctl = "net.ipv4.tcp_congestion_control"
+	allowedCCSysctl = "net.ipv4.tcp_allowed_congestion_control"
 )
 
 // NamespaceDefault is one network namespace's default congestion control.
@@ -32,8 +32,9 @@ type NamespaceDefault struct {
 
 // DefaultCongestionControls reads net.ipv4.tcp_congestion_control in every
 // network namespace this host has: the host's, the named ones (ip netns),
-// and those only a process holds (containers). Each is entered once.
-// It needs root (setns).
+// and those only a process holds (containers). Each is entered once, by
+// its handle (/proc/PID/ns/net): so it reads the running kernel whatever
+// the root (SetRoot), and needs root (setns).
 func DefaultCongestionControls() ([]NamespaceDefault, error) {
 	type ns struct{ path, label string }
 	seen := map[uint64]ns{}
@@ -65,7 +66,7 @@ func DefaultCongestionControls() ([]NamespaceDefault, error) {
 	for _, n := range seen {
 		var cc string
 		err := netns.DoPath(n.path, func() error {
-			b, err := os.ReadFile(DefaultCCPath)
+			b, err := os.ReadFile(sysctlPath("/", defaultCCSysctl))
 			cc = strings.TrimSpace(string(b))
 			return err
 		})
@@ -97,18 +98,18 @@ func DefaultIn(name string) ([]string, error) {
 // so that any network namespace may make it its default (the host's may
 // anyway). The list is global; adding one already there does nothing.
 func AllowCongestionControl(name string) error {
-	b, err := os.ReadFile(AllowedCCPath)
+	v, err := Sysctl("", allowedCCSysctl)
 	if err != nil {
 		return err
 	}
-	allowed := strings.Fields(string(b))
+	allowed := strings.Fields(v)
 	for _, a := range allowed {
 		if a == name {
 			return nil
 		}
 	}
 	allowed = append(allowed, name)
-	if err := os.WriteFile(AllowedCCPath, []byte(strings.Join(allowed, " ")), 0); err != nil {
+	if err := SetSysctl("", allowedCCSysctl, strings.Join(allowed, " ")); err != nil {
 		return fmt.Errorf("adding %s to net.ipv4.tcp_allowed_congestion_control: %w", name, err)
 	}
 	return nil

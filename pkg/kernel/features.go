@@ -5,7 +5,6 @@ package kernel
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +41,8 @@ import (
 // and bpf_seq_write (5.9), ring buffers (5.8), bpf_probe_read_kernel
 // (5.5), bpf_get/setsockopt in sock_ops (4.13) and in iter/tcp (5.12).
 // Fields whose size or presence differs between kernels are read
-// size-aware in the BPF sources (bpf/include/cc_obs.h, docs/kernels.md).
+// size-aware in the BPF sources (bpf/include/mptcp.h's mptcp_local_id,
+// docs/kernels.md).
 
 // Feature names: the verdicts' Name, what Needs list.
 const (
@@ -67,7 +67,14 @@ var (
 	ErrNoRdonlyCast    = errors.New("the kernel has no bpf_rdonly_cast kfunc")
 	ErrNoSkcToMPTCP    = errors.New("the kernel has no bpf_skc_to_mptcp_sock helper")
 	ErrNoIterTCP       = errors.New("the kernel has no BPF TCP iterator")
-	ErrNoSchedHook     = errors.New("the kernel has no BPF MPTCP scheduler hook")
+	// ErrNoSchedHook names what is missing and which kernel brings it
+	// (docs/kernels.md): no released kernel (checked through 7.3) can
+	// register a BPF MPTCP scheduler. sched.ErrNoHook is this error.
+	ErrNoSchedHook = errors.New("this kernel has no BPF hook for MPTCP packet schedulers " +
+		"(no bpf_struct_ops_mptcp_sched_ops in its BTF; `mptcp-cc version` shows it): " +
+		"only a kernel built from the mptcp_net-next development tree's export branch " +
+		"has the hook and its kfuncs (net/mptcp/bpf.c), no released Linux (checked through 7.3); " +
+		"BPF packet schedulers are experimental (docs/schedulers.md)")
 )
 
 // Remedies for the common distributions. Their current kernels have every
@@ -171,10 +178,10 @@ type facts struct {
 // Probe reads the kernel's features. It needs no privileges.
 func Probe() Features {
 	f := facts{release: Release(), btf: map[btfFact]bool{}}
-	if b, err := os.ReadFile("/proc/sys/net/mptcp/enabled"); err == nil {
-		f.mptcp = strings.TrimSpace(string(b))
+	if v, err := Sysctl("", "net.mptcp.enabled"); err == nil {
+		f.mptcp = v
 	}
-	spec, err := btf.LoadKernelSpec()
+	spec, err := kernelBTF()
 	if err != nil {
 		f.btfErr = err
 	} else {
@@ -185,6 +192,16 @@ func Probe() Features {
 		}
 	}
 	return decide(f)
+}
+
+// kernelBTF is the kernel's BTF: on a host as cilium/ebpf finds it
+// (/sys/kernel/btf/vmlinux, else a vmlinux in the usual places), in a
+// fixture its sys/kernel/btf/vmlinux.
+func kernelBTF() (*btf.Spec, error) {
+	if onHost() {
+		return btf.LoadKernelSpec()
+	}
+	return btf.LoadSpec(file("/sys/kernel/btf/vmlinux"))
 }
 
 func hasFact(spec *btf.Spec, b btfFact) bool {

@@ -17,7 +17,7 @@ import (
 // through TCP_BPF_DELACK_MAX (two ticks) depends on it: 8 ms at HZ=250,
 // 2 ms at HZ=1000.
 func HZ() int {
-	if f, err := os.Open("/proc/config.gz"); err == nil {
+	if f, err := os.Open(file("/proc/config.gz")); err == nil {
 		defer f.Close()
 		if z, err := gzip.NewReader(f); err == nil {
 			if hz := configHZ(z); hz > 0 {
@@ -25,7 +25,7 @@ func HZ() int {
 			}
 		}
 	}
-	if f, err := os.Open("/boot/config-" + Release()); err == nil {
+	if f, err := os.Open(file("/boot/config-" + Release())); err == nil {
 		defer f.Close()
 		return configHZ(f)
 	}

@@ -34,7 +34,8 @@ var (
 // ErrNotRoot says the process lacks the capabilities to load BPF.
 var ErrNotRoot = errors.New("needs root, or " + strings.Join(RequiredCapabilities[:2], ", ") + " and " + RequiredCapabilities[2] + ": run it with sudo")
 
-// AvailablePath lists the registered congestion controls.
+// AvailablePath lists the registered congestion controls (for messages:
+// CongestionControls reads it).
 const AvailablePath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 // EffectiveCapabilities returns the process's effective capability set.
@@ -89,8 +90,13 @@ func EnsureBPFFS(root string) error {
 	return nil
 }
 
-// Release is the running kernel's release (uname -r), or "" if unknown.
+// Release is the running kernel's release (uname -r), or "" if unknown; a
+// fixture's is its kernel.osrelease.
 func Release() string {
+	if !onHost() {
+		v, _ := Sysctl("", "kernel.osrelease")
+		return v
+	}
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
 		return ""
@@ -100,11 +106,11 @@ func Release() string {
 
 // CongestionControls lists the congestion controls the kernel offers.
 func CongestionControls() ([]string, error) {
-	b, err := os.ReadFile(AvailablePath)
+	v, err := Sysctl("", "net.ipv4.tcp_available_congestion_control")
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(string(b)), nil
+	return strings.Fields(v), nil
 }
 
 // HasCongestionControl reports whether one of that name is registered.

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
 // MPTCPMIB reads the kernel's MPTCP MIB counters (the MPTcpExt lines of
@@ -42,21 +41,15 @@ func TCPExtMIB(ns string) (map[string]uint64, error) {
 
 func netstatGroup(ns, group, what string) (map[string]uint64, error) {
 	var out map[string]uint64
-	read := func() error {
-		f, err := os.Open("/proc/thread-self/net/netstat")
+	err := inNetns(ns, func(dir string) error {
+		f, err := os.Open(filepath.Join(dir, "proc/thread-self/net/netstat"))
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		out, err = parseNetstat(f, group)
 		return err
-	}
-	var err error
-	if ns == "" {
-		err = read()
-	} else {
-		err = netns.Do(ns, read)
-	}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s counters: %w", what, err)
 	}

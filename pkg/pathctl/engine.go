@@ -42,203 +42,16 @@ package pathctl
 
 import (
 	"fmt"
-	"net/netip"
-	"sort"
 	"time"
 )
 
-// Mode is how a connection's data is spread.
-type Mode int
-
-const (
-	Multipath Mode = iota // every subflow carries data
-	BestPath              // one subflow; the others are backup
-)
-
-func (m Mode) String() string {
-	if m == BestPath {
-		return "best-path"
-	}
-	return "multipath"
-}
-
-// SubflowID names a subflow by its addresses.
-type SubflowID struct{ Local, Remote netip.AddrPort }
-
-func (s SubflowID) String() string { return s.Local.String() + "->" + s.Remote.String() }
-
-// SubflowSample is one subflow at one moment.
-type SubflowSample struct {
-	ID           SubflowID
-	DeliveryRate uint64 // bytes/s, tcpi_delivery_rate
-	BytesAcked   uint64 // cumulative, tcpi_bytes_acked
-	NotSent      uint32 // bytes queued on it, not yet sent (tcpi_notsent_bytes)
-	Unacked      uint32 // packets in flight (tcpi_unacked)
-	SRTT         time.Duration
-	Backup       bool // flagged backup, as the kernel reports it
-}
-
-// Sample is a connection at one moment.
-type Sample struct {
-	At       time.Time
-	Subflows []SubflowSample
-}
-
-// Config tunes the engine. Zero fields take the defaults.
-type Config struct {
-	Period     time.Duration // between samples (default 500 ms)
-	Warmup     int           // periods of multipath before the first trial, at most (default 4; see warming)
-	Trial      int           // periods a trial measures, after it settled (default 4)
-	MaxSettle  int           // periods a trial may wait to settle at most (default 16)
-	Hold       int           // periods a chosen mode is held before the next trial (default 16)
-	HoldMax    int           // periods a hold may grow to after trials lost in a row (default 4 x Hold)
-	Margin     float64       // a trial must beat the held mode by this fraction (default 0.1)
-	RateWindow int           // periods the max delivery-rate filter spans (default 10)
-	StallAfter time.Duration // a queue must last this long, and its pace is measured over it, for a stall (default 1 s)
-	StallDrain time.Duration // a queue that would take this long to drain at its subflow's pace is a stall (default 8 s)
-	MinQueued  uint32        // bytes queued for a stall to count (default 64 KiB)
-	// Peek is how often, in periods, best-path mode peeks at a backup
-	// subflow (Decision.Peek; default 4). With peeks a best-path hold ends
-	// in a trial only when a peek saw a backup path recover, the held path
-	// degrades, or the hold reaches HoldMax. NoPeeks (below 0): no peeks,
-	// and a trial ends every hold.
-	Peek int
-	// PeekMax: a peek that saw nothing new doubles the wait for the next,
-	// up to PeekMax periods (default 2 x Peek); a new hold starts again at
-	// Peek. Each peek sends a window onto a path that was slow when last
-	// seen, which the best path's receiver may wait for, so a path that
-	// stays degraded is looked at less often, at the price of noticing its
-	// recovery up to PeekMax periods late.
-	PeekMax int
-	// PeekGain: a peek measuring a backup path at this multiple of its
-	// previous peek's rate starts a trial (default 2). So does one faster
-	// than the best path's windowed-max delivery rate.
-	PeekGain float64
-	// PreferBestPath gives best-path mode the ties: a best-path trial
-	// within Margin of the held multipath mode wins, where it otherwise
-	// must beat it by Margin. An application whose rate fits the best path
-	// gets the same goodput either way, and in best-path mode no data
-	// waits in the receive buffer for a slower path (seed 001's blocking;
-	// docs/results/pathctl.md, "DAPS on a stock kernel").
-	PreferBestPath bool
-	// ResetStalled: answer a stall in multipath mode by closing the stuck
-	// subflow and opening it again (Decision.Reset), instead of flagging
-	// it backup. The connection then sends the data that was queued on it
-	// over its other subflows, where a backup flag leaves it in place and
-	// the kernel falls back to that very subflow whenever the others
-	// cannot send. Needs the userspace path manager (per connection).
-	ResetStalled bool
-}
-
-// NoPeeks as Config.Peek turns peeks off.
-const NoPeeks = -1
-
-func (c Config) withDefaults() Config {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	if c.Period <= 0 {
-		c.Period = 500 * time.Millisecond
-	}
-	def(&c.Warmup, 4)
-	def(&c.Trial, 4)
-	def(&c.MaxSettle, 16)
-	def(&c.Hold, 16)
-	def(&c.HoldMax, 4*c.Hold)
-	c.HoldMax = max(c.HoldMax, c.Hold)
-	def(&c.RateWindow, 10)
-	if c.Peek == 0 {
-		c.Peek = 4
-	}
-	if c.PeekMax < c.Peek {
-		c.PeekMax = 2 * c.Peek
-	}
-	if c.PeekGain <= 1 {
-		c.PeekGain = 2
-	}
-	if c.Margin <= 0 {
-		c.Margin = 0.1
-	}
-	if c.StallAfter <= 0 {
-		c.StallAfter = time.Second
-	}
-	if c.StallDrain <= 0 {
-		c.StallDrain = 8 * time.Second
-	}
-	if c.MinQueued == 0 {
-		c.MinQueued = 64 << 10
-	}
-	return c
-}
-
-// Decision is what the connection should look like now.
-type Decision struct {
-	Mode     Mode
-	Best     SubflowID   // the subflow kept in best-path mode
-	Backup   []SubflowID // subflows to flag backup; every other one is cleared
-	Switched bool        // Mode or Best changed at this step, or subflows are reset
-	Trial    bool        // the mode is on trial (not yet chosen)
-	Chosen   bool        // a trial ended at this step: Mode is the choice
-	Reset    []SubflowID // subflows to close and open again (Config.ResetStalled)
-	// Peek is a backup subflow to peek at: clear its flag for a moment,
-	// set it again, and tell the engine what it delivered (Engine.Peeked).
-	Peek   SubflowID
-	Reason string // why it switched (or why it holds)
-}
-
+// phase: the mode is held (chosen, or the warm-up) or on trial.
 type phase int
 
 const (
 	holding phase = iota
 	trying
 )
-
-type subflowState struct {
-	rates       []uint64 // delivery rate per period, newest last (the max filter)
-	acked       uint64
-	queuedSince time.Time // since when it has had MinQueued or more queued (zero: not now)
-	peekRate    uint64    // delivery rate its last peek measured (0: none yet)
-	recent      []ackedAt // bytes_acked over the last StallAfter or so, oldest first
-	seen        bool
-}
-
-// maxRate is the highest delivery rate of the last n periods (0 for a
-// subflow not seen).
-func (st *subflowState) maxRate(n int) uint64 {
-	if st == nil {
-		return 0
-	}
-	var m uint64
-	for _, r := range st.rates[max(0, len(st.rates)-n):] {
-		m = max(m, r)
-	}
-	return m
-}
-
-type ackedAt struct {
-	at    time.Time
-	acked uint64
-}
-
-// stuck: the subflow has had MinQueued or more queued for StallAfter, and
-// at the pace it delivered over that time its queue would take StallDrain
-// or longer to drain. A window cut to a few packets on a slow, lossy path
-// with a megabyte queued trickles along, but the receiver waits on it all
-// the same.
-func (st *subflowState) stuck(at time.Time, notSent uint32, cfg Config) bool {
-	if st.queuedSince.IsZero() || at.Sub(st.queuedSince) < cfg.StallAfter || len(st.recent) < 2 {
-		return false
-	}
-	first, last := st.recent[0], st.recent[len(st.recent)-1]
-	span := last.at.Sub(first.at)
-	if span <= 0 {
-		return false
-	}
-	pace := float64(last.acked-first.acked) / span.Seconds() // bytes/s
-	return pace*cfg.StallDrain.Seconds() <= float64(notSent)
-}
 
 // Engine decides for one connection. It is not safe for concurrent use.
 type Engine struct {
@@ -545,25 +358,6 @@ func (e *Engine) enter(m Mode, best SubflowID, p phase, length int) {
 	e.sincePeek, e.peekEvery = 0, e.cfg.Peek
 	e.resetPhase()
 }
-
-func (e *Engine) maxSRTT(s Sample) time.Duration {
-	var m time.Duration
-	for _, sf := range s.Subflows {
-		m = max(m, sf.SRTT)
-	}
-	return m
-}
-
-// backupsDrained: in best-path mode, no other subflow has data queued.
-func (e *Engine) backupsDrained(s Sample) bool {
-	for _, sf := range s.Subflows {
-		if e.mode == BestPath && sf.ID != e.best && sf.NotSent > 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func (e *Engine) resetPhase() {
 	e.steps = 0
 	e.stepBytes = e.stepBytes[:0]
@@ -583,86 +377,6 @@ func (e *Engine) rate(n int) float64 {
 	}
 	return float64(b) / d.Seconds()
 }
-
-// observe updates every subflow's state and returns the bytes acked since
-// the previous sample, the stalled subflows and the idle ones.
-func (e *Engine) observe(s Sample) (bytes uint64, stalled, idle []SubflowID) {
-	seen := map[SubflowID]bool{}
-	for _, sf := range s.Subflows {
-		seen[sf.ID] = true
-		st := e.subflows[sf.ID]
-		if st == nil {
-			st = &subflowState{}
-			e.subflows[sf.ID] = st
-		}
-		if st.seen && sf.BytesAcked > st.acked {
-			bytes += sf.BytesAcked - st.acked
-		}
-		// tcpi_delivery_rate changes only when an ACK brings a new sample:
-		// a subflow with data out or queued that delivered nothing over a
-		// period still reports the rate it had before, on a path that has
-		// since collapsed. It delivered nothing: 0. (An idle subflow keeps
-		// its last rate: it is what the path did when last used.)
-		rate := sf.DeliveryRate
-		if st.seen && sf.BytesAcked == st.acked && (sf.NotSent > 0 || sf.Unacked > 0) {
-			rate = 0
-		}
-		st.acked, st.seen = sf.BytesAcked, true
-		st.recent = append(st.recent, ackedAt{s.At, sf.BytesAcked})
-		for len(st.recent) > 2 && s.At.Sub(st.recent[1].at) >= e.cfg.StallAfter {
-			st.recent = st.recent[1:]
-		}
-		if sf.NotSent < e.cfg.MinQueued {
-			st.queuedSince = time.Time{}
-		} else if st.queuedSince.IsZero() {
-			st.queuedSince = s.At
-		}
-		st.rates = append(st.rates, rate)
-		if len(st.rates) > e.cfg.RateWindow {
-			st.rates = st.rates[1:]
-		}
-		if st.stuck(s.At, sf.NotSent, e.cfg) {
-			stalled = append(stalled, sf.ID)
-		} else if sf.NotSent == 0 {
-			idle = append(idle, sf.ID)
-		}
-	}
-	for id := range e.subflows {
-		if !seen[id] {
-			delete(e.subflows, id)
-		}
-	}
-	sortIDs(stalled)
-	sortIDs(idle)
-	return bytes, stalled, idle
-}
-
-func (e *Engine) live(s Sample) []SubflowID {
-	out := make([]SubflowID, 0, len(s.Subflows))
-	for _, sf := range s.Subflows {
-		out = append(out, sf.ID)
-	}
-	sortIDs(out)
-	return out
-}
-
-// bestOf is the subflow with the highest windowed-max delivery rate; ties
-// go to the first in address order, so decisions are reproducible.
-func (e *Engine) bestOf(ids []SubflowID) SubflowID { return e.bestOfLast(ids, e.cfg.RateWindow) }
-
-// bestOfLast is bestOf over the last n periods' delivery rates only.
-func (e *Engine) bestOfLast(ids []SubflowID, n int) SubflowID {
-	var best SubflowID
-	var top uint64
-	for i, id := range ids {
-		m := e.subflows[id].maxRate(n)
-		if i == 0 || m > top {
-			best, top = id, m
-		}
-	}
-	return best
-}
-
 func (e *Engine) decision(live []SubflowID, switched bool, reason string) Decision {
 	d := Decision{Mode: e.mode, Best: e.best, Switched: switched, Reason: reason, Trial: e.phase == trying}
 	if e.mode == BestPath {
@@ -674,18 +388,3 @@ func (e *Engine) decision(live []SubflowID, switched bool, reason string) Decisi
 	}
 	return d
 }
-
-func sortIDs(ids []SubflowID) {
-	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
-}
-
-func contains(ids []SubflowID, id SubflowID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
-}
-
-func containsLive(ids []SubflowID, id SubflowID) bool { return contains(ids, id) }

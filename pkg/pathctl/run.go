@@ -6,14 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 )
 
@@ -328,18 +326,12 @@ func (a *applier) clearAll() error {
 // pmType reads net.mptcp.pm_type in a namespace.
 func pmType(ns string) (int, error) {
 	var v int
-	read := func() error {
-		b, err := os.ReadFile("/proc/sys/net/mptcp/pm_type")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &v)
-		return err
+	s, err := kernel.Sysctl(ns, "net.mptcp.pm_type")
+	if err != nil {
+		return 0, err
 	}
-	if ns == "" {
-		return v, read()
-	}
-	return v, netns.Do(ns, read)
+	_, err = fmt.Sscanf(s, "%d", &v)
+	return v, err
 }
 
 // ParseOnStall checks a user's answer to a stall ("flag" or "reset") under

@@ -3,16 +3,15 @@
 package policy
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // Errors callers can test for (errors.Is).
@@ -22,78 +21,20 @@ var (
 	ErrCgroupV1  = errors.New("is a cgroup v1 directory: sock_ops policies attach to cgroup v2 only")
 )
 
-// mount is one line of /proc/self/mountinfo.
-type mount struct {
-	point  string
-	fstype string
-}
-
-// parseMountinfo reads the mount point and filesystem type of each line of
-// /proc/PID/mountinfo (see proc(5)): the fifth field is the mount point,
-// with spaces and other special characters escaped as octal \NNN; the
-// filesystem type is the first field after the " - " separator.
-func parseMountinfo(r io.Reader) ([]mount, error) {
-	var out []mount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		sep := -1
-		for i, x := range f {
-			if x == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 5 || sep < 0 || sep+1 >= len(f) {
-			continue
-		}
-		out = append(out, mount{point: unescapeMount(f[4]), fstype: f[sep+1]})
-	}
-	return out, sc.Err()
-}
-
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // CgroupMount returns where the cgroup v2 hierarchy is mounted (the first
 // cgroup2 mount in /proc/self/mountinfo): /sys/fs/cgroup on unified
 // systems, /sys/fs/cgroup/unified on hybrid ones.
 func CgroupMount() (string, error) {
-	mounts, err := readMounts()
+	mounts, err := kernel.Mounts()
 	if err != nil {
 		return "", err
 	}
 	for _, m := range mounts {
-		if m.fstype == "cgroup2" {
-			return m.point, nil
+		if m.FSType == "cgroup2" {
+			return m.Point, nil
 		}
 	}
 	return "", ErrNoCgroup2
-}
-
-func readMounts() ([]mount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("reading the mount table: %w", err)
-	}
-	defer f.Close()
-	return parseMountinfo(f)
 }
 
 // cgroup is a resolved cgroup v2 directory.

@@ -42,14 +42,14 @@ const DefaultPinRoot = "/sys/fs/bpf/mptcp-cc-policy"
 
 // More errors callers can test for (errors.Is).
 var (
-	ErrNotRoot         = kernel.ErrNotRoot
-	ErrNotRegistered   = kernel.ErrNotRegistered
-	ErrNoPolicy        = errors.New("has no policy")
-	ErrNoSuchRule      = errors.New("no such rule")
-	ErrInvalidRule     = errors.New("invalid rule")
-	ErrOtherVersion    = errors.New("the cgroup's policy is another version's")
-	availableCCPath    = "/proc/sys/net/ipv4/tcp_available_congestion_control"
-	ourAlgorithmPrefix = "mptcp_"
+	// The kernel package's, under this package's name.
+	ErrNotRoot       = kernel.ErrNotRoot
+	ErrNotRegistered = kernel.ErrNotRegistered
+
+	ErrNoPolicy     = errors.New("has no policy")
+	ErrNoSuchRule   = errors.New("no such rule")
+	ErrInvalidRule  = errors.New("invalid rule")
+	ErrOtherVersion = errors.New("the cgroup's policy is another version's")
 )
 
 // Rule is one policy rule: sockets of processes in Cgroup (and below it)

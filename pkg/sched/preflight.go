@@ -5,24 +5,21 @@ package sched
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
-// Errors callers can test for (errors.Is).
+// ErrNoHook names what is missing and which kernel brings it. It is the
+// kernel preflight's error for the feature, so one errors.Is target serves
+// both.
+var ErrNoHook = kernel.ErrNoSchedHook
+
+// More errors callers can test for (errors.Is).
 var (
-	ErrNotRoot = kernel.ErrNotRoot
-	// ErrNoHook names what is missing and which kernel brings it: no
-	// released kernel (checked through 7.3) can register a BPF MPTCP
-	// scheduler.
-	ErrNoHook = errors.New("this kernel has no BPF hook for MPTCP packet schedulers " +
-		"(no bpf_struct_ops_mptcp_sched_ops in its BTF; `mptcp-cc version` shows it): " +
-		"only a kernel built from the mptcp_net-next development tree's export branch " +
-		"has the hook and its kfuncs (net/mptcp/bpf.c), no released Linux (checked through 7.3); " +
-		"BPF packet schedulers are experimental (docs/schedulers.md)")
+	ErrNotRoot        = kernel.ErrNotRoot
 	ErrNoMPTCP        = errors.New("the kernel has no MPTCP, or it is disabled (net.mptcp.enabled=0)")
 	ErrAlreadyLoaded  = structops.ErrAlreadyLoaded
 	ErrNotLoaded      = structops.ErrNotLoaded
@@ -54,15 +51,18 @@ func CheckHook() error {
 
 // Available lists the schedulers the kernel offers in the current network
 // namespace (net.mptcp.available_schedulers), in its order.
-func Available() ([]string, error) {
-	b, err := os.ReadFile("/proc/sys/net/mptcp/available_schedulers")
-	if errors.Is(err, os.ErrNotExist) {
+func Available() ([]string, error) { return availableIn("") }
+
+// availableIn is Available in network namespace ns.
+func availableIn(ns string) ([]string, error) {
+	v, err := kernel.Sysctl(ns, "net.mptcp.available_schedulers")
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoMPTCP
 	}
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(string(b)), nil
+	return strings.Fields(v), nil
 }
 
 // IsRegistered reports whether the kernel offers a scheduler by that name.

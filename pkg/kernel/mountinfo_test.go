@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package policy
+package kernel
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ garbage
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []mount{
+	want := []Mount{
 		{"/sys/fs/cgroup", "tmpfs"}, {"/sys/fs/cgroup/cpu", "cgroup"},
 		{"/sys/fs/cgroup/unified", "cgroup2"}, {"/mnt/with space", "cgroup2"},
 	}
