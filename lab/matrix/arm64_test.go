@@ -74,7 +74,14 @@ func runArm64(t *testing.T, k Kernel, mode, file string) {
 		}
 	}
 	run(t, nil, "cp", "-a", base, root)
-	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "mnt", "bin", "modules"} {
+	// The packages are merged-/usr (trixie on): /bin, /sbin and /lib
+	// are links into /usr, as on an installed system.
+	for _, d := range []string{"bin", "sbin", "lib"} {
+		if err := os.Symlink("usr/"+d, filepath.Join(root, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "mnt", "var", "modules"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -292,12 +292,12 @@ func (g *guest) transfer() {
 	if name == "" {
 		return
 	}
-	dur := 8 * time.Second
-	if g.fast {
-		dur = 4 * time.Second
-	}
+	// Under TCG every command takes a second or more, so the transfer
+	// runs until the checks that need it live are done, then stops: at
+	// least 3 s of it, so the windows grow and the coupling shows.
 	n := testkernel.TwoPaths(g.t, 4e6)
-	_, c := testkernel.Transfer(g.t, n, xfer.Options{CC: name, For: dur})
+	_, c := testkernel.Transfer(g.t, n, xfer.Options{CC: name, For: 3 * time.Minute})
+	started := time.Now()
 	subs, moved := g.coupling(name)
 	detail := ""
 	for _, s := range subs {
@@ -308,6 +308,8 @@ func (g *guest) transfer() {
 		g.serve(name, len(subs))
 		g.set(n.Client, subs[0].Token)
 	}
+	time.Sleep(3*time.Second - time.Since(started))
+	c.Stop()
 	res, err := c.Wait()
 	intact := err == nil && res.Intact && res.Delivered == res.Sent
 	detail += fmt.Sprintf("%d bytes in %v, intact %v", res.Delivered, res.Duration.Round(time.Millisecond), intact)
@@ -332,7 +334,7 @@ func (g *guest) transfer() {
 func (g *guest) coupling(name string) ([]stats.Subflow, bool) {
 	seen := map[float64]bool{}
 	var subs []stats.Subflow
-	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(400 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(400 * time.Millisecond) {
 		out, rc := g.run("subflows", "--json", "--bpffs", g.root)
 		var all []stats.Subflow
 		if rc != 0 || json.Unmarshal([]byte(out), &all) != nil {
