@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ import (
 // modules: every library iproute2's ip, tc, nstat and ethtool link, named
 // (the script resolves no dependencies).
 var arm64Packages = []string{"busybox-static", "iproute2", "ethtool", "libc6", "libbpf1", "libbsd0", "libcap2",
-	"libelf1", "libmnl0", "libmd0", "libxtables12", "zlib1g", "libzstd1"}
+	"libelf1", "libmnl0", "libmd0", "libxtables12", "zlib1g", "libselinux1", "libpcre2-8-0"}
 
 // arm64Modules are the modules the check loads (Debian builds them as
 // modules): veth and tbf for lab/topo's paths, tun for linkem, the diag
@@ -101,7 +102,7 @@ func runArm64(t *testing.T, k Kernel, mode, file string) {
 				continue
 			}
 			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f[1]), ".xz"), ".ko") + ".ko"
-			if contains(order, name) {
+			if slices.Contains(order, name) {
 				continue
 			}
 			order = append(order, name)

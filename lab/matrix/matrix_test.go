@@ -30,7 +30,8 @@ const (
 // TestMatrix is the whole support matrix (`make matrix`, not in CI): each
 // kernel of Kernels booted (or the host's, in place), the full check in
 // each, the results kept per kernel in MPTCP_CC_MATRIX (a kernel with a
-// kept result is not run again unless MPTCP_CC_MATRIX_REDO is set), then
+// kept result is not run again unless MPTCP_CC_MATRIX_REDO is set;
+// MPTCP_CC_MATRIX_KERNELS runs some, in its order), then
 // the table written into MPTCP_CC_MATRIX_DOCS and the results, as JSON,
 // beside it.
 func TestMatrix(t *testing.T) {
@@ -53,10 +54,17 @@ func TestMatrix(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range Kernels {
-		if want != nil && !contains(want, k.Name) {
-			continue
+	run := Kernels
+	if want != nil {
+		// In the order given: the rows that matter most first, when
+		// the machine is busy and each kernel waits for the lock.
+		run = nil
+		for _, name := range want {
+			k, _ := Lookup(name)
+			run = append(run, k)
 		}
+	}
+	for _, k := range run {
 		file := CacheFile(out, k.Name)
 		if _, err := os.Stat(file); err == nil && os.Getenv(redoEnv) == "" {
 			t.Logf("%s: kept from an earlier run (%s; %s=1 runs it again)", k.Name, file, redoEnv)
@@ -77,15 +85,6 @@ func TestMatrix(t *testing.T) {
 	if doc := os.Getenv(docsEnv); doc != "" {
 		writeDocs(t, doc, results)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, l := range list {
-		if l == s {
-			return true
-		}
-	}
-	return false
 }
 
 // lock holds the lock file MPTCP_CC_MATRIX_LOCK names, if any, until the
