@@ -135,11 +135,13 @@ func runArm64(t *testing.T, k Kernel, mode, file string) {
 	initrd := filepath.Join(t.TempDir(), "initrd.gz")
 	run(t, nil, "sh", "-c", fmt.Sprintf("cd %s && find . | cpio -o -H newc --quiet | gzip -1 > %s", root, initrd))
 
+	unlock := lock(t)
 	start := time.Now()
 	q := exec.Command("timeout", "-k", "10", "900", "qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "2G",
 		"-nographic", "-no-reboot", "-kernel", image, "-initrd", initrd, "-append", "console=ttyAMA0 panic=-1 quiet")
 	console, err := q.CombinedOutput()
 	took := time.Since(start)
+	unlock()
 	t.Logf("qemu-system-aarch64 ran %v (%v); console:\n%s", took.Round(time.Second), err, console)
 	i, j := bytes.Index(console, []byte(resultBegin+"\r\n")), bytes.Index(console, []byte(resultEnd))
 	if i < 0 {
