@@ -121,8 +121,10 @@ func runArm64(t *testing.T, k Kernel, mode, file string) {
 
 	env := fmt.Sprintf("%s=/tmp/result.json %s=/bin/mptcp-cc %s=%s %s=%s", guestOutEnv, guestBinEnv, guestModeEnv, mode, guestNameEnv, k.Name)
 	init := "#!/bin/busybox sh\n" +
-		"/bin/busybox --install -s /bin\nexport PATH=/bin:/sbin:/usr/bin:/usr/sbin\n" +
-		"mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp; mount -t tmpfs run /run\n" +
+		// busybox's applets last in PATH: its own ip and tc lack what
+		// lab/topo asks of Debian's.
+		"/bin/busybox mount -t proc proc /proc; /bin/busybox mkdir /bb && /bin/busybox --install -s /bb\nexport PATH=/usr/sbin:/usr/bin:/bb\n" +
+		"mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp; mount -t tmpfs run /run\n" +
 		"mount -t bpf bpf /sys/fs/bpf; mount -t cgroup2 cgroup2 /sys/fs/cgroup\n" +
 		"for m in " + strings.Join(order, " ") + "; do insmod /modules/$m || echo \"insmod $m failed\"; done\n" +
 		"ip link set lo up\nuname -r\n" +
