@@ -26,7 +26,7 @@ export MPTCP_CC_VNG ?= $(VNG_DIR)/bin/vng
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd mptcpd-plugins \
 	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus \
-	qemu-system-x86 python3-venv busybox-static buildah podman runc
+	qemu-system-x86 qemu-system-arm cpio python3-venv busybox-static buildah podman runc
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.

@@ -48,7 +48,7 @@ func repoScript(name string) string {
 
 func runArm64(t *testing.T, k Kernel, mode, file string) {
 	if _, err := exec.LookPath("qemu-system-aarch64"); err != nil {
-		t.Fatalf("qemu-system-aarch64 is not installed: `make deps` installs it (Debian package qemu-system-arm)")
+		t.Fatalf("qemu-system-aarch64 is not installed: `make deps` installs it (Debian package qemu-system-arm; cpio too)")
 	}
 	cache, err := vmtest.KernelCache()
 	if err != nil {
