@@ -68,6 +68,12 @@ type Subflow struct {
 	// Sched is what a loaded packet scheduler of mptcp-cc gave the subflow
 	// (nil when none schedules its connection, or the source reads none).
 	Sched *SchedCounters `json:"scheduler,omitempty"`
+	// Record is the BPF record the fields above were decoded from, as
+	// pkg/abi generates it from struct mpcc_subflow: a reader that needs a
+	// field of the record reads it here, so a field added in C needs no
+	// field added by hand above (pkg/metrics' table reads new ones so).
+	// Zero for subflows that did not come from a subflows map.
+	Record abi.Subflow `json:"-"`
 }
 
 // InfiniteSsthresh is the kernel's TCP_INFINITE_SSTHRESH: a subflow still
@@ -104,7 +110,7 @@ func decode(r abi.Subflow, cc, algo, coupledName string) Subflow {
 		Retrans: r.Retrans, BytesAcked: r.BytesAcked, BytesSent: r.BytesSent,
 		PacingRate: r.PacingRate, Coupled: float64(r.Coupled) / (1 << 32), // Q32
 		CoupledName: coupledName, LISAGiven: r.LisaGiven, LISATaken: r.LisaTaken,
-		Repairs: r.Repairs, UpdatedNs: r.UpdatedNs,
+		Repairs: r.Repairs, UpdatedNs: r.UpdatedNs, Record: r,
 	}
 	if int(r.CaState) < len(caStates) {
 		s.CAState = caStates[r.CaState]
