@@ -396,7 +396,12 @@ var (
 	mibFamilies     []*Family
 )
 
-func init() {
+func init() { index() }
+
+// index numbers the table's families, makes their descriptors and sorts
+// them by source.
+func index() {
+	mapsFamilies, subflowFamilies, eventsFamilies, policyFamilies, reloadFamilies, pathctlFamilies, mibFamilies = nil, nil, nil, nil, nil, nil, nil
 	for i, f := range families {
 		f.idx = i
 		f.desc = prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
