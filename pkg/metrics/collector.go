@@ -3,11 +3,14 @@
 // Package metrics exports the state of the loaded congestion controls to
 // Prometheus. Everything is read from the BPF maps at scrape time by a
 // prometheus.Collector: nothing is cached between scrapes, so a subflow that
-// closed is simply absent from the next scrape.
+// closed is simply absent from the next scrape. The daemon's own state
+// (events, policies, reloads, path controllers, the kernel's MIB) is read
+// by one collector per source (Daemon).
 //
-// Naming follows the Prometheus guide: prefix mptcp_cc_, base units (seconds,
-// bytes; window sizes in segments), counters end in _total. docs/metrics.md
-// lists every metric.
+// Every family is declared once, in the table of families.go, with the
+// function that reads it. Naming follows the Prometheus guide: prefix
+// mptcp_cc_, base units (seconds, bytes; window sizes in segments),
+// counters end in _total. docs/metrics.md lists every metric.
 //
 // Per-subflow and per-connection series are bounded (Options.MaxSubflows):
 // when there are more live subflows than the bound, the first ones in
@@ -38,8 +41,6 @@ const DefaultMaxSubflows = 4096
 // internal/version (git describe, or the image's VERSION build argument),
 // so mptcp_cc_build_info tells which nodes a rollout has reached.
 var Version = version.Version
-
-const ns = "mptcp_cc"
 
 // Options configure a Collector.
 type Options struct {
