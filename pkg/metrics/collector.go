@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/version"
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -182,6 +183,11 @@ func (c *Collector) collect(out sink) {
 	// labels once for each run of families that share them.
 	lv := make([]string, len(subflowLabels), len(subflowLabels)+3)
 	for _, s := range sc.exported {
+		if s.Record == nil { // not from a subflows map: readers of the record see zeros
+			withRecord := *s
+			withRecord.Record = &noRecord
+			s = &withRecord
+		}
 		lv = append(lv[:0], s.CC, s.Algo, TokenLabel(s), strconv.FormatUint(uint64(s.SubflowID), 10), s.Local.String(), s.Remote.String())
 		for _, f := range subflowFamilies {
 			if f.subflow != nil {
@@ -193,6 +199,9 @@ func (c *Collector) collect(out sink) {
 	}
 	c.lastDur = time.Since(start)
 }
+
+// noRecord is the record of subflows that came with none.
+var noRecord abi.Subflow
 
 // read reads the maps and sums what the families need: the per-algorithm
 // aggregates over every subflow, the bound, the exported connections and

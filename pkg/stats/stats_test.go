@@ -12,8 +12,8 @@ import (
 // field no Subflow field decodes (pkg/metrics' table) read it there.
 func TestDecodeKeepsRecord(t *testing.T) {
 	r := abi.Subflow{Id: 7, Token: 0xabc, Cwnd: 10, LisaDebt: 3, UpdatedNs: 42, Flags: abi.SubflowMPTCP}
-	s := decode(r, "mptcp_olia", "olia", "alpha")
-	if s.Record != r || s.Cwnd != 10 || !s.MPTCP {
+	s := decode(&r, "mptcp_olia", "olia", "alpha")
+	if s.Record == nil || *s.Record != r || s.Cwnd != 10 || !s.MPTCP {
 		t.Fatalf("decoded %+v from %+v", s, r)
 	}
 }
