@@ -10,6 +10,7 @@
 #   make demo    load a coupled CC and watch the subflows of a live transfer
 #   make bench   benchmarks (not run in CI)
 #   make fairness-matrix  the whole fairness matrix (hours: docs/results/fairness.md)
+#   make matrix  the kernel-support matrix: each kernel booted, the binary checked in it (docs/kernels.md)
 #   make reproduce  re-run the seed papers' experiments (long: docs/results/)
 #   make reproduce-sched  the packet-scheduler experiments, in the test kernel's VM
 
@@ -25,7 +26,7 @@ export MPTCP_CC_VNG ?= $(VNG_DIR)/bin/vng
 
 DEB_PACKAGES := clang-19 llvm-19 libbpf-dev bpftool iproute2 iperf3 mptcpd mptcpd-plugins \
 	ethtool iputils-ping curl unzip ca-certificates zsh groff-base prometheus \
-	qemu-system-x86 python3-venv busybox-static buildah podman runc
+	qemu-system-x86 qemu-system-arm cpio python3-venv busybox-static buildah podman runc
 
 VMLINUX  := bpf/include/vmlinux.h
 # Every BPF source and header: an edit to any of them regenerates the objects.
@@ -37,7 +38,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
+.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -114,6 +115,22 @@ test-short: generate
 # normal suite skips them; each prints its side-by-side table.
 bench: deps build
 	MPTCP_CC_BENCH=1 LINKEM_BENCH=1 $(GO) test -p 1 -count=1 -timeout 150m -run 'TestBench' -v ./... | tee bench.log
+
+# The kernel-support matrix (issue 27; docs/kernels.md, "The support
+# matrix"): lab/matrix's TestMatrix boots each kernel of matrix.Kernels
+# (Debian's, fetched into KERNEL_CACHE by scripts/debian-kernel.sh; the
+# shared test kernel) under QEMU, or checks the host's in place, runs the
+# project's binary through the end-to-end check in each, keeps each
+# kernel's result in MATRIX_OUT (a kept one is not run again:
+# MPTCP_CC_MATRIX_REDO=1; MATRIX_KERNELS=debian-6.12,host runs a subset)
+# and writes the table into docs/kernels.md and the results into
+# docs/kernels-matrix.json. Each kernel holds REPRO_LOCK while it runs.
+# About 3-6 minutes per kernel under TCG. Not in CI: TestMatrixFast is.
+MATRIX_OUT ?= $(HOME)/.cache/mptcp-cc/matrix
+MATRIX_KERNELS ?=
+matrix: deps generate
+	MPTCP_CC_MATRIX=$(MATRIX_OUT) MPTCP_CC_MATRIX_KERNELS=$(MATRIX_KERNELS) MPTCP_CC_MATRIX_DOCS=$(CURDIR)/docs/kernels.md \
+		MPTCP_CC_MATRIX_LOCK=$(REPRO_LOCK) $(GO) test -p 1 -count=1 -timeout 0 -run '^TestMatrix$$' -v ./lab/matrix/
 
 # The whole fairness matrix (issue 12; docs/results/fairness.md, "The
 # matrix"): every cell of FAIRNESS_MATRIX, one per RTT so a long run keeps

@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # debian-apt.sh: sourced by the scripts that fetch packages from Debian
 # suites this host does not use (bookworm for Debian 12's own 6.1 kernel,
-# bookworm-backports, bookworm-security, trixie, trixie-backports, sid). debian_apt_init DIR sets up a private apt state
-# in DIR (APT_DIR) and leaves its options in the array APT_OPTS: the
+# bookworm-backports, bookworm-security, trixie, trixie-backports, sid). debian_apt_init DIR [ARCH] sets up a private apt state
+# in DIR (APT_DIR) for ARCH (default amd64; arm64 for the arm64 VM of the
+# kernel matrix) and leaves its options in the array APT_OPTS: the
 # host's sources and package lists stay as they are, and nothing is
 # installed.
 debian_apt_init() {
-	local apt=$1 key=/usr/share/keyrings/debian-archive-keyring.gpg
+	local apt=$1 arch=${2:-amd64} key=/usr/share/keyrings/debian-archive-keyring.gpg
 	APT_DIR=$apt
 	mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/etc/preferences.d" "$apt/etc/sources.list.d"
 	cat >"$apt/etc/sources.list" <<EOS
@@ -21,7 +22,7 @@ EOS
 		-o "Dir::Cache=$apt" -o "Dir::Cache::archives=$apt/archives"
 		-o "Dir::Etc::SourceList=$apt/etc/sources.list" -o "Dir::Etc::SourceParts=$apt/etc/sources.list.d"
 		-o "Dir::Etc::Preferences=$apt/etc/preferences" -o "Dir::Etc::PreferencesParts=$apt/etc/preferences.d"
-		-o APT::Architecture=amd64 -o APT::Sandbox::User=root -q)
+		-o APT::Architecture=$arch -o APT::Architectures=$arch -o APT::Sandbox::User=root -q)
 }
 
 # debian_apt_has PKG[=VERSION]: is it in the lists? The lists are fetched

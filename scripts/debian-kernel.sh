@@ -12,16 +12,23 @@
 # package is unpacked, and depmod indexes its modules there, because Debian's
 # kernels build veth, sch_tbf, mptcp_diag and virtio's 9p as modules, which
 # virtme-ng loads from beside the image (it needs busybox for that).
+#
+# DEBIAN_ARCH=arm64 fetches the arm64 kernel instead (into
+# CACHE/VERSION-arm64, with its own apt state), for the kernel matrix's
+# arm64 VM (lab/matrix).
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 VERSION CACHE (VERSION as in linux-image-VERSION-amd64, e.g. 6.12.117+deb12)" >&2; exit 2; }
-version=$1 cache=$2
-pkg=linux-image-$version-amd64
-dir=$cache/$version
+version=$1 cache=$2 arch=${DEBIAN_ARCH:-amd64}
+pkg=linux-image-$version-$arch
+dir=$cache/$version apt=$cache/.apt
+if [ "$arch" != amd64 ]; then
+	dir=$cache/$version-$arch apt=$cache/.apt-$arch
+fi
 # Where the image lands: boot/ in the older packages, the modules'
 # directory in the split ones (linux-binary-*, e.g. 7.2.13+deb14).
 image() {
 	local k
-	for k in "$dir/boot/vmlinuz-$version-amd64" "$dir/usr/lib/modules/$version-amd64/vmlinuz"; do
+	for k in "$dir/boot/vmlinuz-$version-$arch" "$dir/usr/lib/modules/$version-$arch/vmlinuz"; do
 		[ -r "$k" ] && { echo "$k"; return 0; }
 	done
 	return 1
@@ -32,7 +39,7 @@ if [ -e "$dir/.complete" ] && image; then
 fi
 
 . "$(dirname "$0")/debian-apt.sh"
-debian_apt_init "$cache/.apt"
+debian_apt_init "$apt" "$arch"
 # Some versions are in the archive only as the unsigned image (bookworm's
 # 6.1.0-57: linux-image-6.1.0-57-amd64-unsigned); it holds the same kernel.
 if ! debian_apt_has "$pkg" && debian_apt_has "$pkg-unsigned"; then
@@ -40,15 +47,15 @@ if ! debian_apt_has "$pkg" && debian_apt_has "$pkg-unsigned"; then
 fi
 if ! debian_apt_has "$pkg"; then
 	echo "debian-kernel: Debian's archive has no $pkg now; these are there:" >&2
-	apt-cache "${APT_OPTS[@]}" search --names-only '^linux-image-[0-9].*-amd64$' 2>/dev/null |
-		awk '{print $1}' | grep -v -e -cloud- -e -rt- | sed 's/^linux-image-//; s/-amd64$//' | sort -V | tr '\n' ' ' >&2
+	apt-cache "${APT_OPTS[@]}" search --names-only "^linux-image-[0-9].*-$arch\$" 2>/dev/null |
+		awk '{print $1}' | grep -v -e -cloud- -e -rt- | sed "s/^linux-image-//; s/-$arch\$//" | sort -V | tr '\n' ' ' >&2
 	echo >&2
 	exit 1
 fi
 # Newer packages (7.2.13+deb14) split the image package: the kernel is in
 # linux-binary-*, its modules in linux-modules-*; fetch those where they are.
 pkgs=("$pkg")
-for part in linux-binary-$version-amd64 linux-modules-$version-amd64; do
+for part in linux-binary-$version-$arch linux-modules-$version-$arch; do
 	if apt-cache "${APT_OPTS[@]}" show "$part" >/dev/null 2>&1; then
 		pkgs+=("$part")
 	fi
@@ -66,6 +73,6 @@ image >/dev/null || { echo "debian-kernel: ${pkgs[*]} unpacked into $dir, but no
 if [ ! -e "$dir/lib" ] && [ -d "$dir/usr/lib/modules" ]; then
 	ln -s usr/lib "$dir/lib"
 fi
-depmod -b "$dir" "$version-amd64"
+depmod -b "$dir" "$version-$arch"
 touch "$dir/.complete"
 image

@@ -22,13 +22,9 @@ const KernelCacheEnv = "KERNEL_CACHE"
 // or the archive has moved on: the script lists what it has).
 func DebianKernel(t testing.TB, version string) string {
 	t.Helper()
-	cache := os.Getenv(KernelCacheEnv)
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Skipf("no kernel cache (%v): set %s", err, KernelCacheEnv)
-		}
-		cache = filepath.Join(home, ".cache", "mptcp-cc", "kernels")
+	cache, err := KernelCache()
+	if err != nil {
+		t.Skipf("no kernel cache (%v): set %s", err, KernelCacheEnv)
 	}
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "debian-kernel.sh")
@@ -40,4 +36,17 @@ func DebianKernel(t testing.TB, version string) string {
 		t.Skipf("Debian's kernel %s could not be fetched (scripts/debian-kernel.sh: %v): VM test skipped\n%s", version, err, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// KernelCache is the directory Debian's kernels are fetched into:
+// KERNEL_CACHE, else ~/.cache/mptcp-cc/kernels.
+func KernelCache() (string, error) {
+	if c := os.Getenv(KernelCacheEnv); c != "" {
+		return c, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".cache", "mptcp-cc", "kernels"), nil
 }

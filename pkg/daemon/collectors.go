@@ -2,18 +2,20 @@
 
 package daemon
 
-// The daemon's own metrics besides the subflows': the policy rules it keeps
-// in force and the policy programs' error counters.
+// The daemon's own sources of metrics besides the subflows': the policy
+// rules it keeps in force with the policy programs' counters, and its
+// reloads. pkg/metrics declares their families and reads them
+// (metrics.Daemon).
 
 import (
 	"log/slog"
-	"strconv"
 	"sync"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 )
 
-// policyCollector exports the rules the daemon keeps in force, and the
+// policyCollector reports the rules the daemon keeps in force, and the
 // error counters of every policy pinned under the policy root: those
 // attached with `mptcp-cc policy attach` fail the same way, and the
 // counter is per cgroup program, not per rule.
@@ -32,46 +34,62 @@ func (c *policyCollector) set(ps []resolvedPolicy) {
 	c.policies = ps
 }
 
-var (
-	descPolicy = prometheus.NewDesc("mptcp_cc_policy_rule_info",
-		"A per-cgroup policy rule the daemon keeps in force; the value is always 1.",
-		[]string{"cgroup", "cc", "dst", "dst_port", "tcp"}, nil)
-	descPolicyErrors = prometheus.NewDesc("mptcp_cc_policy_errors_total",
-		"Sockets whose congestion control (or delayed-ACK cap) a cgroup's policy program failed to set (bpf_setsockopt failed, e.g. the CC was unloaded).",
-		[]string{"cgroup"}, nil)
-	descPolicyDelack = prometheus.NewDesc("mptcp_cc_policy_delack_capped_total",
-		"Sockets whose delayed-ACK timer a cgroup's policy rule capped (delack_max).",
-		[]string{"cgroup"}, nil)
-)
-
-func (c *policyCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descPolicy
-	ch <- descPolicyErrors
-	ch <- descPolicyDelack
-}
-
-func (c *policyCollector) Collect(ch chan<- prometheus.Metric) {
+// PolicyState implements metrics.Policies.
+func (c *policyCollector) PolicyState() metrics.PolicyState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var st metrics.PolicyState
 	for _, p := range c.policies {
-		ch <- prometheus.MustNewConstMetric(descPolicy, prometheus.GaugeValue, 1,
-			p.rule.Cgroup, p.rule.CC, prefixString(p.rule.Dst), strconv.Itoa(int(p.rule.DstPort)), strconv.FormatBool(p.rule.PlainTCP))
+		st.Rules = append(st.Rules, metrics.PolicyRule{Cgroup: p.rule.Cgroup, CC: p.rule.CC, Dst: prefixString(p.rule.Dst), DstPort: p.rule.DstPort, PlainTCP: p.rule.PlainTCP})
 	}
 	if c.pe == nil {
-		return
+		return st
 	}
 	atts, err := c.pe.List(c.root)
 	if err != nil {
 		// The CC metrics are still worth serving; the log says why these
 		// are missing.
 		c.log.Warn("reading the policies' counters", "policy_bpffs", c.root, "err", err)
-		return
+		return st
 	}
 	for _, a := range atts {
 		if !a.Attached {
 			continue // the cgroup is gone: its program sees no socket
 		}
-		ch <- prometheus.MustNewConstMetric(descPolicyErrors, prometheus.CounterValue, float64(a.Counters.Errors), a.Cgroup)
-		ch <- prometheus.MustNewConstMetric(descPolicyDelack, prometheus.CounterValue, float64(a.Counters.Delack), a.Cgroup)
+		st.Counters = append(st.Counters, metrics.PolicyCounters{Cgroup: a.Cgroup, Errors: a.Counters.Errors, Delack: a.Counters.Delack})
 	}
+	return st
+}
+
+// reloadCollector counts reloads.
+type reloadCollector struct {
+	mu               sync.Mutex
+	success, failure uint64
+	lastOK           bool
+	lastSuccess      time.Time
+}
+
+func newReloadCollector(start time.Time) *reloadCollector {
+	// The configuration read at start counts as the first successful load,
+	// so the timestamp says since when the configuration in force is.
+	return &reloadCollector{lastOK: true, lastSuccess: start}
+}
+
+func (c *reloadCollector) record(ok bool, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastOK = ok
+	if ok {
+		c.success++
+		c.lastSuccess = at
+	} else {
+		c.failure++
+	}
+}
+
+// ReloadState implements metrics.Reloads.
+func (c *reloadCollector) ReloadState() metrics.ReloadState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return metrics.ReloadState{Success: c.success, Failure: c.failure, LastOK: c.lastOK, LastSuccess: c.lastSuccess}
 }

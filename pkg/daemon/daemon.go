@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	r.paths = newPathManager(paths, log)
 	r.mib = &metrics.KernelMIB{Logger: log}
 	r.mib.SetNamespaces(mibNamespaces(cfg))
-	if r.reg, err = metrics.NewRegistry(r.events.col, r.inForce, r.reloads, r.paths.col, r.mib); err != nil {
+	if r.reg, err = (metrics.Daemon{Events: r.events.col, Policy: r.inForce, Reloads: r.reloads, Pathctl: r.paths.col, MIB: r.mib}).Registry(); err != nil {
 		return err
 	}
 	r.handler.set(r.metricsHandler(cfg))

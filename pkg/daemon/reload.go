@@ -9,10 +9,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
@@ -200,58 +198,4 @@ func monotonicUsec() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano() / 1e3
-}
-
-// reloadCollector counts reloads.
-type reloadCollector struct {
-	mu               sync.Mutex
-	success, failure float64
-	lastOK           bool
-	lastSuccess      time.Time
-}
-
-func newReloadCollector(start time.Time) *reloadCollector {
-	// The configuration read at start counts as the first successful load,
-	// so the timestamp says since when the configuration in force is.
-	return &reloadCollector{lastOK: true, lastSuccess: start}
-}
-
-func (c *reloadCollector) record(ok bool, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lastOK = ok
-	if ok {
-		c.success++
-		c.lastSuccess = at
-	} else {
-		c.failure++
-	}
-}
-
-var (
-	descReloads = prometheus.NewDesc("mptcp_cc_config_reloads_total",
-		"Configuration reloads (SIGHUP, systemctl reload) by result: success, or failure (refused, or applied with a removal that failed).", []string{"result"}, nil)
-	descReloadTime = prometheus.NewDesc("mptcp_cc_config_last_reload_success_timestamp_seconds",
-		"When the configuration in force was applied in full (the start, or the last successful reload), in seconds since the Unix epoch.", nil, nil)
-	descReloadOK = prometheus.NewDesc("mptcp_cc_config_last_reload_successful",
-		"1 if the last reload (or the start, before any) succeeded, 0 if it failed.", nil, nil)
-)
-
-func (c *reloadCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descReloads
-	ch <- descReloadTime
-	ch <- descReloadOK
-}
-
-func (c *reloadCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, c.success, "success")
-	ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, c.failure, "failure")
-	ch <- prometheus.MustNewConstMetric(descReloadTime, prometheus.GaugeValue, float64(c.lastSuccess.UnixNano())/1e9)
-	ok := 0.0
-	if c.lastOK {
-		ok = 1
-	}
-	ch <- prometheus.MustNewConstMetric(descReloadOK, prometheus.GaugeValue, ok)
 }

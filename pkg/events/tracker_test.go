@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // The addresses of the test network (lab/topo's Build): the client's two
@@ -78,32 +75,6 @@ func TestTrackerMidConnection(t *testing.T) {
 	c, _ = tr.Lookup(7)
 	if len(c.Announced) != 1 {
 		t.Fatalf("announced: %+v", c.Announced)
-	}
-}
-
-func TestCollector(t *testing.T) {
-	tr := NewTracker(0)
-	lifecycle(tr, 1, time.Now())
-	col := &Collector{}
-	col.Add("", tr)
-	col.Add("lab-c", NewTracker(0))
-	want := `
-# HELP mptcp_cc_pm_connections Open MPTCP connections the path manager's events reported (those created before the daemon subscribed are counted once one of their events arrives).
-# TYPE mptcp_cc_pm_connections gauge
-mptcp_cc_pm_connections{netns="host"} 1
-mptcp_cc_pm_connections{netns="lab-c"} 0
-`
-	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "mptcp_cc_pm_connections"); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(col)
-	n, err := testutil.GatherAndCount(reg, "mptcp_cc_pm_events_total")
-	if err != nil || n != 2*len(knownTypes) {
-		t.Fatalf("events series: %d %v, want every known type for each namespace", n, err)
-	}
-	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) > 0 {
-		t.Fatalf("lint: %v %v", probs, err)
 	}
 }
 

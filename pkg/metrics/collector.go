@@ -3,11 +3,14 @@
 // Package metrics exports the state of the loaded congestion controls to
 // Prometheus. Everything is read from the BPF maps at scrape time by a
 // prometheus.Collector: nothing is cached between scrapes, so a subflow that
-// closed is simply absent from the next scrape.
+// closed is simply absent from the next scrape. The daemon's own state
+// (events, policies, reloads, path controllers, the kernel's MIB) is read
+// by one collector per source (Daemon).
 //
-// Naming follows the Prometheus guide: prefix mptcp_cc_, base units (seconds,
-// bytes; window sizes in segments), counters end in _total. docs/metrics.md
-// lists every metric.
+// Every family is declared once, in the table of families.go, with the
+// function that reads it. Naming follows the Prometheus guide: prefix
+// mptcp_cc_, base units (seconds, bytes; window sizes in segments),
+// counters end in _total. docs/metrics.md lists every metric.
 //
 // Per-subflow and per-connection series are bounded (Options.MaxSubflows):
 // when there are more live subflows than the bound, the first ones in
@@ -20,7 +23,6 @@ import (
 	"bytes"
 	"log/slog"
 	"math"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -29,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/version"
+	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
@@ -39,8 +42,6 @@ const DefaultMaxSubflows = 4096
 // internal/version (git describe, or the image's VERSION build argument),
 // so mptcp_cc_build_info tells which nodes a rollout has reached.
 var Version = version.Version
-
-const ns = "mptcp_cc"
 
 // Options configure a Collector.
 type Options struct {
@@ -77,117 +78,18 @@ func NewCollector(src stats.Source, opts Options) *Collector {
 	return &Collector{src: src, opts: opts}
 }
 
-var (
-	subflowLabels = []string{"cc", "algo", "token", "subflow", "local", "remote"}
-	connLabels    = []string{"cc", "algo", "token"}
-	algoLabels    = []string{"cc", "algo"}
-	schedLabels   = []string{"scheduler", "algo"}
-)
-
-// family is one metric family: its descriptor for the Collector and what the
-// text writer needs.
-type family struct {
-	idx    int
-	name   string
-	help   string
-	typ    prometheus.ValueType
-	labels []string
-	desc   *prometheus.Desc
-}
-
-var families []*family
-
-func def(typ prometheus.ValueType, name, help string, labels ...string) *family {
-	f := &family{idx: len(families), name: ns + "_" + name, help: help, typ: typ, labels: labels}
-	f.desc = prometheus.NewDesc(f.name, help, labels, nil)
-	families = append(families, f)
-	return f
-}
-
-func gaugeDef(name, help string, labels ...string) *family {
-	return def(prometheus.GaugeValue, name, help, labels...)
-}
-
-func counterDef(name, help string, labels ...string) *family {
-	return def(prometheus.CounterValue, name, help, labels...)
-}
-
-func with(base []string, extra ...string) []string {
-	return append(append([]string(nil), base...), extra...)
-}
-
-var (
-	famBuildInfo = gaugeDef("build_info", "Build of the mptcp-cc exporter; the value is always 1.", "version", "goversion", "revision")
-
-	famScrapeDuration = gaugeDef("scrape_duration_seconds", "Time the previous scrape took to read the BPF maps and build the metrics.")
-	famScrapeError    = gaugeDef("scrape_error", "1 if reading the BPF maps failed (partly or fully) during this scrape, else 0.")
-
-	famAlgosLoaded    = gaugeDef("algorithms_loaded", "Congestion controls loaded (pinned) under the exporter's bpffs root.")
-	famAlgoInfo       = gaugeDef("algorithm_info", "A loaded congestion control and its load-time parameters; the value is always 1.", "cc", "algo", "lisa", "trace")
-	famAlgoRegistered = gaugeDef("algorithm_registered", "1 if the kernel lists the congestion control as available, 0 if only its pins are left.", algoLabels...)
-	famAlgoRSFTarget  = gaugeDef("algorithm_rsf_target_seconds", "RSF's target queueing delay d as loaded (only RSF reads it).", algoLabels...)
-	famAlgoConns      = gaugeDef("algorithm_connections", "Connections with at least one live subflow running the congestion control (a plain TCP socket counts as one connection).", algoLabels...)
-	famAlgoSubflows   = gaugeDef("algorithm_subflows", "Live subflows running the congestion control.", algoLabels...)
-	famAlgoCwnd       = gaugeDef("algorithm_cwnd_segments", "Sum of the congestion windows of the live subflows running the congestion control.", algoLabels...)
-	famAlgoInFlight   = gaugeDef("algorithm_in_flight_segments", "Sum of the segments in flight of the live subflows running the congestion control.", algoLabels...)
-	famAlgoPacing     = gaugeDef("algorithm_pacing_rate_bytes_per_second", "Sum of the pacing rates of the live subflows running the congestion control.", algoLabels...)
-	famAlgoUntracked  = counterDef("algorithm_untracked_subflows_total", "Subflows since the congestion control was loaded that found its subflows map full: they ran it, but no series, list or top shows them (mptcp-cc load --max-subflows).", algoLabels...)
-
-	famSubflowLimit   = gaugeDef("subflow_series_limit", "The bound on subflows exported with per-subflow series (--metrics.max-subflows).")
-	famSubflowDropped = gaugeDef("subflow_series_dropped", "Live subflows left out of the per-subflow series at this scrape because of the bound.")
-	famConnDropped    = gaugeDef("connection_series_dropped", "Connections left out of the per-connection series at this scrape because of the bound.")
-
-	famConnSubflows = gaugeDef("connection_subflows", "Live subflows of an MPTCP connection that run the congestion control.", connLabels...)
-	famConnCwnd     = gaugeDef("connection_cwnd_segments", "Sum of the congestion windows of an MPTCP connection's subflows.", connLabels...)
-	famConnCoupled  = gaugeDef("connection_coupled", "The algorithm's coupled quantity for the connection (LIA/OLIA/BALIA: alpha, RSF: delay factor), as computed at the most recent update of any of its subflows.", with(connLabels, "quantity")...)
-
-	famSubInfo      = gaugeDef("subflow_info", "A live subflow; the value is always 1. local_id/remote_id are the path manager's address ids; backup is this side's flag as the kernel has it now (MP_PRIO, endpoint flags).", with(subflowLabels, "local_id", "remote_id", "backup")...)
-	famSubCwnd      = gaugeDef("subflow_cwnd_segments", "Congestion window.", subflowLabels...)
-	famSubSsthresh  = gaugeDef("subflow_ssthresh_segments", "Slow-start threshold (+Inf while unset).", subflowLabels...)
-	famSubSRTT      = gaugeDef("subflow_srtt_seconds", "Smoothed round-trip time.", subflowLabels...)
-	famSubMinRTT    = gaugeDef("subflow_min_rtt_seconds", "Minimum round-trip time seen (the kernel's windowed min).", subflowLabels...)
-	famSubRTTVar    = gaugeDef("subflow_rttvar_seconds", "Round-trip time variation (mdev).", subflowLabels...)
-	famSubInFlight  = gaugeDef("subflow_in_flight_segments", "Segments in flight.", subflowLabels...)
-	famSubPacing    = gaugeDef("subflow_pacing_rate_bytes_per_second", "Pacing rate the kernel computed for the subflow.", subflowLabels...)
-	famSubCAState   = gaugeDef("subflow_ca_state", "Congestion-avoidance state: 0 open, 1 disorder, 2 cwr, 3 recovery, 4 loss.", subflowLabels...)
-	famSubPaths     = gaugeDef("subflow_coupled_paths", "Coupled subflows of the connection seen at the subflow's last window increase.", subflowLabels...)
-	famSubCoupled   = gaugeDef("subflow_coupled", "The algorithm's coupled quantity computed at the subflow's last update.", with(subflowLabels, "quantity")...)
-	famSubDelivered = counterDef("subflow_delivered_segments_total", "Segments delivered (acknowledged) on the subflow.", subflowLabels...)
-	famSubLost      = counterDef("subflow_lost_segments_total", "Segments the subflow marked lost.", subflowLabels...)
-	famSubRetrans   = counterDef("subflow_retransmitted_segments_total", "Segments the subflow retransmitted.", subflowLabels...)
-	famSubAcked     = counterDef("subflow_acked_bytes_total", "Bytes acknowledged on the subflow.", subflowLabels...)
-	famSubSent      = counterDef("subflow_sent_bytes_total", "Bytes sent on the subflow, retransmissions included.", subflowLabels...)
-	famSubLISAGiven = gaugeDef("subflow_lisa_given_segments", "Window segments the subflow gave to joining siblings (LISA).", subflowLabels...)
-	famSubLISATaken = gaugeDef("subflow_lisa_taken_segments", "Window segments the subflow took from a sibling when it joined (LISA).", subflowLabels...)
-	famSubRepairs   = counterDef("subflow_window_repairs_total", "Implausible kernel-stored windows the congestion control replaced (see docs/algorithms.md, the window guard).", subflowLabels...)
-
-	famSchedsLoaded    = gaugeDef("schedulers_loaded", "Packet schedulers loaded (pinned) under the exporter's scheduler pin root.")
-	famSchedInfo       = gaugeDef("scheduler_info", "A loaded packet scheduler and its load-time parameters (args: its six tunables, 0 = the default); the value is always 1.", "scheduler", "algo", "trace", "args")
-	famSchedRegistered = gaugeDef("scheduler_registered", "1 if the kernel lists the packet scheduler in net.mptcp.available_schedulers, 0 if only its pins are left.", schedLabels...)
-	famSchedDecisions  = counterDef("scheduler_decisions_total", "Subflows the scheduler's decisions picked, by kind (send: new data, retrans: a reinjection; a decision that picks two subflows counts twice), over every subflow its counter map holds, closed ones included until they age out of it.", with(schedLabels, "kind")...)
-	famSchedBurst      = counterDef("scheduler_burst_bytes_total", "Bytes of burst the scheduler granted its picks, over every subflow its counter map holds.", schedLabels...)
-	famNetnsSched      = gaugeDef("netns_scheduler_info", "The packet scheduler a network namespace gives new MPTCP connections (net.mptcp.scheduler; netns=\"host\" is the exporter's own); the value is always 1.", "netns", "scheduler")
-
-	famSubSchedDecisions = counterDef("subflow_scheduler_decisions_total", "Decisions of the loaded packet scheduler that picked the subflow, by kind (send: new data, retrans: a reinjection).", with(subflowLabels, "scheduler", "kind")...)
-	famSubSchedBurst     = counterDef("subflow_scheduler_burst_bytes_total", "Bytes of burst the loaded packet scheduler granted the subflow when it picked it.", with(subflowLabels, "scheduler")...)
-)
-
 // Describe sends every descriptor the collector may emit.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, f := range families {
-		ch <- f.desc
-	}
-}
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) { describe(ch, mapsFamilies) }
 
 // sink receives the samples of one scrape.
 type sink interface {
-	add(f *family, v float64, lv ...string)
+	add(f *Family, v float64, lv ...string)
 }
 
 type chanSink chan<- prometheus.Metric
 
-func (s chanSink) add(f *family, v float64, lv ...string) {
-	s <- prometheus.MustNewConstMetric(f.desc, f.typ, v, lv...)
+func (s chanSink) add(f *Family, v float64, lv ...string) {
+	s <- prometheus.MustNewConstMetric(f.desc, f.Type, v, lv...)
 }
 
 // Collect reads the maps once and sends the metrics.
@@ -218,6 +120,21 @@ func tokenHex(t uint32) string {
 	return string(b[:])
 }
 
+// scrape is what one scrape read from the maps, with the sums the
+// families read from it.
+type scrape struct {
+	snap    stats.Snapshot
+	err     error         // from reading the maps
+	lastDur time.Duration // of the scrape before
+	limit   int           // Options.MaxSubflows
+	// subs are the subflows, each once; exported the first limit of them.
+	subs, exported []*stats.Subflow
+	aggs           map[string]*algoAgg   // by registered name: every subflow
+	allConns       map[connKey]int       // subflows per connection, all of them
+	conns          []*connAgg            // the connections of exported, in order
+	scheds         map[string]*schedSums // by registered name
+}
+
 type algoAgg struct {
 	subflows, cwnd, inflight, pacing float64
 	conns                            map[uint32]struct{}
@@ -230,50 +147,93 @@ type connKey struct {
 }
 
 type connAgg struct {
-	key            connKey
-	algo, quantity string
-	subflows       int
-	cwnd           float64
-	coupled        float64
-	updated        uint64
+	key                   connKey
+	algo, token, quantity string
+	cwnd                  float64
+	coupled               float64
+	subflows              int
+	updated               uint64
 }
 
+type schedSums struct{ sends, retrans, burst float64 }
+
+// collect reads the maps once and hands every family of the table its
+// samples.
 func (c *Collector) collect(out sink) {
 	start := time.Now()
-	add := out.add
-
-	add(famBuildInfo, 1, Version, runtime.Version(), revision)
-	add(famScrapeDuration, c.lastDur.Seconds())
-
-	snap, err := c.src.Read()
-	if err != nil {
-		c.opts.Logger.Warn("reading the BPF maps", "err", err)
-		add(famScrapeError, 1)
-	} else {
-		add(famScrapeError, 0)
+	sc := c.read()
+	for _, f := range mapsFamilies {
+		e := emitter{out, f}
+		switch {
+		case f.scrape != nil:
+			f.scrape(e, sc)
+		case f.algorithm != nil:
+			for i := range sc.snap.Loaded {
+				l := &sc.snap.Loaded[i]
+				e.emit(f.algorithm(l, sc.aggs[l.Name]), l.Name, l.Algo)
+			}
+		case f.scheduler != nil:
+			for i := range sc.snap.Schedulers {
+				l := &sc.snap.Schedulers[i]
+				f.scheduler(e, l, sc.scheds[l.Name])
+			}
+		}
 	}
+	// A subflow's families in turn, so that the text writer formats its
+	// labels once for each run of families that share them.
+	lv := make([]string, len(subflowLabels), len(subflowLabels)+3)
+	for _, s := range sc.exported {
+		if s.Record == nil { // not from a subflows map: readers of the record see zeros
+			withRecord := *s
+			withRecord.Record = &noRecord
+			s = &withRecord
+		}
+		lv = append(lv[:0], s.CC, s.Algo, TokenLabel(s), strconv.FormatUint(uint64(s.SubflowID), 10), s.Local.String(), s.Remote.String())
+		for _, f := range subflowFamilies {
+			if f.subflow != nil {
+				out.add(f, f.subflow(s), lv...)
+			} else {
+				f.subflowX(emitter{out, f}, s, lv)
+			}
+		}
+	}
+	c.lastDur = time.Since(start)
+}
 
-	// Per-algorithm aggregates: every subflow, no bound.
-	aggs := make(map[string]*algoAgg, len(snap.Loaded))
+// noRecord is the record of subflows that came with none.
+var noRecord abi.Subflow
+
+// read reads the maps and sums what the families need: the per-algorithm
+// aggregates over every subflow, the bound, the exported connections and
+// the schedulers' sums.
+func (c *Collector) read() *scrape {
+	sc := &scrape{lastDur: c.lastDur, limit: c.opts.MaxSubflows}
+	sc.snap, sc.err = c.src.Read()
+	if sc.err != nil {
+		c.opts.Logger.Warn("reading the BPF maps", "err", sc.err)
+	}
+	snap := &sc.snap
+
+	sc.aggs = make(map[string]*algoAgg, len(snap.Loaded))
 	for _, l := range snap.Loaded {
-		aggs[l.Name] = &algoAgg{conns: map[uint32]struct{}{}}
+		sc.aggs[l.Name] = &algoAgg{conns: map[uint32]struct{}{}}
 	}
 	// A hash map iterated while it changes can return an entry twice:
 	// keep the first copy of each subflow id.
 	seen := make(map[uint64]struct{}, len(snap.Subflows))
-	subs := make([]*stats.Subflow, 0, len(snap.Subflows))
-	allConns := map[connKey]int{} // subflows per connection, all of them
+	sc.subs = make([]*stats.Subflow, 0, len(snap.Subflows))
+	sc.allConns = map[connKey]int{}
 	for i := range snap.Subflows {
 		s := &snap.Subflows[i]
 		if _, dup := seen[s.ID]; dup {
 			continue
 		}
 		seen[s.ID] = struct{}{}
-		subs = append(subs, s)
-		a := aggs[s.CC]
+		sc.subs = append(sc.subs, s)
+		a := sc.aggs[s.CC]
 		if a == nil {
 			a = &algoAgg{conns: map[uint32]struct{}{}}
-			aggs[s.CC] = a
+			sc.aggs[s.CC] = a
 		}
 		a.subflows++
 		a.cwnd += float64(s.Cwnd)
@@ -281,83 +241,33 @@ func (c *Collector) collect(out sink) {
 		a.pacing += float64(s.PacingRate)
 		if s.MPTCP {
 			a.conns[s.Token] = struct{}{}
-			allConns[connKey{s.CC, s.Token}]++
+			sc.allConns[connKey{s.CC, s.Token}]++
 		} else {
 			a.plain++
 		}
 	}
-	add(famAlgosLoaded, float64(len(snap.Loaded)))
-	for _, l := range snap.Loaded {
-		a := aggs[l.Name]
-		add(famAlgoInfo, 1, l.Name, l.Algo, strconv.FormatBool(l.Params.LISA), strconv.FormatBool(l.Params.Trace))
-		add(famAlgoRegistered, b2f(l.Registered), l.Name, l.Algo)
-		add(famAlgoRSFTarget, l.Params.RSFTarget.Seconds(), l.Name, l.Algo)
-		add(famAlgoConns, float64(len(a.conns)+a.plain), l.Name, l.Algo)
-		add(famAlgoSubflows, a.subflows, l.Name, l.Algo)
-		add(famAlgoCwnd, a.cwnd, l.Name, l.Algo)
-		add(famAlgoInFlight, a.inflight, l.Name, l.Algo)
-		add(famAlgoPacing, a.pacing, l.Name, l.Algo)
-		add(famAlgoUntracked, float64(l.Untracked), l.Name, l.Algo)
-	}
 
 	// Per-subflow and per-connection series, bounded.
-	limit := c.opts.MaxSubflows
-	exported := subs
-	if len(exported) > limit {
-		exported = exported[:limit]
+	sc.exported = sc.subs
+	if len(sc.exported) > sc.limit {
+		sc.exported = sc.exported[:sc.limit]
 	}
-	dropped := len(subs) - len(exported)
-	add(famSubflowLimit, float64(limit))
-	add(famSubflowDropped, float64(dropped))
-	if dropped > 0 && !c.warned {
+	if len(sc.exported) < len(sc.subs) && !c.warned {
 		c.warned = true
 		c.opts.Logger.Warn("more live subflows than the per-subflow series bound: the rest are only in the aggregates (mptcp_cc_subflow_series_dropped counts them); raise --metrics.max-subflows to export them",
-			"subflows", len(subs), "max_subflows", limit)
+			"subflows", len(sc.subs), "max_subflows", sc.limit)
 	}
-
-	var conns []*connAgg
 	connIdx := map[connKey]*connAgg{}
-	lv := make([]string, len(subflowLabels), len(subflowLabels)+3)
-	for _, s := range exported {
-		token := TokenLabel(s)
-		lv = append(lv[:0], s.CC, s.Algo, token, strconv.FormatUint(uint64(s.SubflowID), 10), s.Local.String(), s.Remote.String())
-		q := quantity(s)
-		add(famSubInfo, 1, append(lv, strconv.Itoa(int(s.LocalID)), strconv.Itoa(int(s.RemoteID)), strconv.FormatBool(s.Backup))...)
-		add(famSubCwnd, float64(s.Cwnd), lv...)
-		add(famSubSsthresh, ssthresh(s.Ssthresh), lv...)
-		add(famSubSRTT, s.SRTT.Seconds(), lv...)
-		add(famSubMinRTT, s.MinRTT.Seconds(), lv...)
-		add(famSubRTTVar, s.RTTVar.Seconds(), lv...)
-		add(famSubInFlight, float64(s.InFlight), lv...)
-		add(famSubPacing, float64(s.PacingRate), lv...)
-		if v, ok := caStateValue[s.CAState]; ok {
-			add(famSubCAState, v, lv...)
-		}
-		add(famSubPaths, float64(s.Paths), lv...)
-		add(famSubCoupled, s.Coupled, append(lv, q)...)
-		add(famSubDelivered, float64(s.Delivered), lv...)
-		add(famSubLost, float64(s.Lost), lv...)
-		add(famSubRetrans, float64(s.Retrans), lv...)
-		add(famSubAcked, float64(s.BytesAcked), lv...)
-		add(famSubSent, float64(s.BytesSent), lv...)
-		add(famSubLISAGiven, float64(s.LISAGiven), lv...)
-		add(famSubLISATaken, float64(s.LISATaken), lv...)
-		add(famSubRepairs, float64(s.Repairs), lv...)
-		if sc := s.Sched; sc != nil {
-			add(famSubSchedDecisions, float64(sc.Sends), append(lv, sc.Name, "send")...)
-			add(famSubSchedDecisions, float64(sc.Retrans), append(lv, sc.Name, "retrans")...)
-			add(famSubSchedBurst, float64(sc.BurstBytes), append(lv, sc.Name)...)
-		}
-
+	for _, s := range sc.exported {
 		if !s.MPTCP {
 			continue
 		}
 		k := connKey{s.CC, s.Token}
 		a := connIdx[k]
 		if a == nil {
-			a = &connAgg{key: k, algo: s.Algo, quantity: q}
+			a = &connAgg{key: k, algo: s.Algo, token: tokenHex(s.Token), quantity: quantity(s)}
 			connIdx[k] = a
-			conns = append(conns, a)
+			sc.conns = append(sc.conns, a)
 		}
 		a.subflows++
 		a.cwnd += float64(s.Cwnd)
@@ -365,52 +275,20 @@ func (c *Collector) collect(out sink) {
 			a.updated, a.coupled = s.UpdatedNs, s.Coupled
 		}
 	}
-	// A connection cut by the bound in the middle is exported with the
-	// subflows that made it in (its cwnd sum covers those); its subflow
-	// count stays complete.
-	for _, a := range conns {
-		token := tokenHex(a.key.token)
-		add(famConnSubflows, float64(allConns[a.key]), a.key.cc, a.algo, token)
-		add(famConnCwnd, a.cwnd, a.key.cc, a.algo, token)
-		add(famConnCoupled, a.coupled, a.key.cc, a.algo, token, a.quantity)
-	}
-	add(famConnDropped, float64(len(allConns)-len(conns)))
-	collectSched(add, snap)
-	c.lastDur = time.Since(start)
-}
 
-// collectSched exports the packet schedulers: per scheduler (the sums cover
-// every subflow its LRU counter map holds, so they only fall when more
-// subflows than the map holds push old ones out) and per namespace.
-func collectSched(add func(*family, float64, ...string), snap stats.Snapshot) {
-	type sums struct{ sends, retrans, burst float64 }
-	per := make(map[string]*sums, len(snap.Schedulers))
+	// The schedulers' sums.
+	sc.scheds = make(map[string]*schedSums, len(snap.Schedulers))
 	for _, l := range snap.Schedulers {
-		per[l.Name] = &sums{}
+		sc.scheds[l.Name] = &schedSums{}
 	}
 	for _, st := range snap.SchedSubflows {
-		if s := per[st.Scheduler]; s != nil {
+		if s := sc.scheds[st.Scheduler]; s != nil {
 			s.sends += float64(st.Sends)
 			s.retrans += float64(st.Retrans)
 			s.burst += float64(st.BurstBytes)
 		}
 	}
-	add(famSchedsLoaded, float64(len(snap.Schedulers)))
-	for _, l := range snap.Schedulers {
-		s := per[l.Name]
-		add(famSchedInfo, 1, l.Name, l.Algorithm, strconv.FormatBool(l.Params.Trace), schedArgs(l.Params.Args))
-		add(famSchedRegistered, b2f(l.Registered), l.Name, l.Algorithm)
-		add(famSchedDecisions, s.sends, l.Name, l.Algorithm, "send")
-		add(famSchedDecisions, s.retrans, l.Name, l.Algorithm, "retrans")
-		add(famSchedBurst, s.burst, l.Name, l.Algorithm)
-	}
-	for _, n := range snap.Netns {
-		ns := n.Netns
-		if ns == "" {
-			ns = "host"
-		}
-		add(famNetnsSched, 1, ns, n.Scheduler)
-	}
+	return sc
 }
 
 func schedArgs(args [6]uint32) string {

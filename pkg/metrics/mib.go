@@ -63,12 +63,8 @@ func (k *KernelMIB) SetNamespaces(nss []string) {
 	k.nss = append([]string(nil), nss...)
 }
 
-var descMIB = prometheus.NewDesc(ns+"_kernel_mptcp_mib_total",
-	"The kernel's MPTCP MIB counters (netstat MPTcpExt; docs/metrics.md says what each means), by network namespace (host: the exporter's own).",
-	[]string{"netns", "counter"}, nil)
-
 // Describe implements prometheus.Collector.
-func (k *KernelMIB) Describe(ch chan<- *prometheus.Desc) { ch <- descMIB }
+func (k *KernelMIB) Describe(ch chan<- *prometheus.Desc) { describe(ch, mibFamilies) }
 
 // Collect implements prometheus.Collector.
 func (k *KernelMIB) Collect(ch chan<- prometheus.Metric) {
@@ -81,14 +77,8 @@ func (k *KernelMIB) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			continue
 		}
-		label := n
-		if label == "" {
-			label = "host"
-		}
-		for _, c := range MIBCounters {
-			if v, ok := m[c.Name]; ok {
-				ch <- prometheus.MustNewConstMetric(descMIB, prometheus.CounterValue, float64(v), label, c.Name)
-			}
+		for _, f := range mibFamilies {
+			f.mib(emitter{chanSink(ch), f}, nsLabel(n), m)
 		}
 	}
 }

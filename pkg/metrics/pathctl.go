@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 )
 
 // PathctlModes are the values of the mode label: a connection's mode as
@@ -100,54 +98,32 @@ func (p *Pathctl) Skipped() {
 	p.skipped++
 }
 
-var (
-	descPathctlConns = prometheus.NewDesc(ns+"_pathctl_connections",
-		"MPTCP connections the daemon's path controller controls, by network namespace and mode (multipath, best-path, or trial while either is tried).", []string{"netns", "mode"}, nil)
-	descPathctlSwitches = prometheus.NewDesc(ns+"_pathctl_switches_total",
-		"Decisions of the path controller that switched a connection's mode or ended a trial, by the mode they put it in and why (docs/metrics.md lists the causes).", []string{"netns", "to", "cause"}, nil)
-	descPathctlApplyErr = prometheus.NewDesc(ns+"_pathctl_apply_errors_total",
-		"Requests to set or clear a backup flag that the kernel refused (not repeated while the decision stands).", []string{"netns"}, nil)
-	descPathctlSkipped = prometheus.NewDesc(ns+"_pathctl_skipped_total",
-		"MPTCP connections that matched the pathctl section but found the controller at its max_connections bound.", nil, nil)
-)
+// pathctlReading is what one scrape of a Pathctl reads: the counts
+// themselves (under its lock), the namespaces in order, and the
+// connections by namespace and mode.
+type pathctlReading struct {
+	p     *Pathctl
+	nss   []string
+	count map[pathctlSwitch]int // by ns and mode (to)
+}
 
 // Describe implements prometheus.Collector.
-func (p *Pathctl) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descPathctlConns
-	ch <- descPathctlSwitches
-	ch <- descPathctlApplyErr
-	ch <- descPathctlSkipped
-}
+func (p *Pathctl) Describe(ch chan<- *prometheus.Desc) { describe(ch, pathctlFamilies) }
 
 // Collect implements prometheus.Collector.
 func (p *Pathctl) Collect(ch chan<- prometheus.Metric) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.init()
-	nss := make([]string, 0, len(p.nss))
+	r := &pathctlReading{p: p, nss: make([]string, 0, len(p.nss)), count: map[pathctlSwitch]int{}}
 	for n := range p.nss {
-		nss = append(nss, n)
+		r.nss = append(r.nss, n)
 	}
-	sort.Strings(nss)
-	count := map[pathctlSwitch]int{} // by ns and mode
+	sort.Strings(r.nss)
 	for c, m := range p.modes {
-		count[pathctlSwitch{ns: c.ns, to: m}]++
+		r.count[pathctlSwitch{ns: c.ns, to: m}]++
 	}
-	causes := pathctl.Causes
-	for _, n := range nss {
-		label := n
-		if label == "" {
-			label = "host"
-		}
-		for _, m := range PathctlModes {
-			ch <- prometheus.MustNewConstMetric(descPathctlConns, prometheus.GaugeValue, float64(count[pathctlSwitch{ns: n, to: m}]), label, m)
-		}
-		for _, to := range PathctlTargets {
-			for _, c := range causes {
-				ch <- prometheus.MustNewConstMetric(descPathctlSwitches, prometheus.CounterValue, float64(p.switches[pathctlSwitch{n, to, c}]), label, to, c)
-			}
-		}
-		ch <- prometheus.MustNewConstMetric(descPathctlApplyErr, prometheus.CounterValue, float64(p.applyErr[n]), label)
+	for _, f := range pathctlFamilies {
+		f.pathctl(emitter{chanSink(ch), f}, r)
 	}
-	ch <- prometheus.MustNewConstMetric(descPathctlSkipped, prometheus.CounterValue, float64(p.skipped))
 }

@@ -28,14 +28,14 @@ type textSink struct {
 	lastText   []byte
 }
 
-func (t *textSink) add(f *family, v float64, lv ...string) {
+func (t *textSink) add(f *Family, v float64, lv ...string) {
 	b := &t.bufs[f.idx]
-	b.WriteString(f.name)
+	b.WriteString(f.Name)
 	if len(lv) > 0 {
-		if !t.sameLabels(f.labels, lv) {
-			t.lastNames = f.labels
+		if !t.sameLabels(f.Labels, lv) {
+			t.lastNames = f.Labels
 			t.lastValues = append(t.lastValues[:0], lv...)
-			t.lastText = appendLabels(t.lastText[:0], f.labels, lv)
+			t.lastText = appendLabels(t.lastText[:0], f.Labels, lv)
 		}
 		b.Write(t.lastText)
 	}
@@ -118,19 +118,19 @@ func (c *Collector) WriteText(w io.Writer) error {
 	t := &textSink{bufs: c.bufs}
 	c.collect(t)
 	var hdr bytes.Buffer
-	for _, f := range families {
+	for _, f := range mapsFamilies {
 		b := &c.bufs[f.idx]
 		if b.Len() == 0 {
 			continue
 		}
 		hdr.Reset()
 		hdr.WriteString("# HELP ")
-		hdr.WriteString(f.name)
+		hdr.WriteString(f.Name)
 		hdr.WriteByte(' ')
-		_, _ = helpEscaper.WriteString(&hdr, f.help)
+		_, _ = helpEscaper.WriteString(&hdr, f.Help)
 		hdr.WriteString("\n# TYPE ")
-		hdr.WriteString(f.name)
-		if f.typ == prometheus.CounterValue {
+		hdr.WriteString(f.Name)
+		if f.Type == prometheus.CounterValue {
 			hdr.WriteString(" counter\n")
 		} else {
 			hdr.WriteString(" gauge\n")

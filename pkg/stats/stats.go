@@ -68,6 +68,13 @@ type Subflow struct {
 	// Sched is what a loaded packet scheduler of mptcp-cc gave the subflow
 	// (nil when none schedules its connection, or the source reads none).
 	Sched *SchedCounters `json:"scheduler,omitempty"`
+	// Record is the BPF record the fields above were decoded from, as
+	// pkg/abi generates it from struct mpcc_subflow: a reader that needs a
+	// field of the record reads it here, so a field added in C needs no
+	// field added by hand above (pkg/metrics' table reads new ones so).
+	// Nil for subflows that did not come from a subflows map. A pointer,
+	// so that sorting and copying subflows does not move the record too.
+	Record *abi.Subflow `json:"-"`
 }
 
 // InfiniteSsthresh is the kernel's TCP_INFINITE_SSTHRESH: a subflow still
@@ -91,7 +98,7 @@ var caStates = []string{"open", "disorder", "cwr", "recovery", "loss"}
 // decode converts a value of the subflows map (struct mpcc_subflow). algo
 // and coupledName name the algorithm (the BPF side only knows its
 // numeric id).
-func decode(r abi.Subflow, cc, algo, coupledName string) Subflow {
+func decode(r *abi.Subflow, cc, algo, coupledName string) Subflow {
 	s := Subflow{
 		CC: cc, Algo: algo, ID: r.Id, Token: r.Token, SubflowID: r.SubflowId,
 		LocalID: r.LocalId, RemoteID: r.RemoteId,
@@ -104,7 +111,7 @@ func decode(r abi.Subflow, cc, algo, coupledName string) Subflow {
 		Retrans: r.Retrans, BytesAcked: r.BytesAcked, BytesSent: r.BytesSent,
 		PacingRate: r.PacingRate, Coupled: float64(r.Coupled) / (1 << 32), // Q32
 		CoupledName: coupledName, LISAGiven: r.LisaGiven, LISATaken: r.LisaTaken,
-		Repairs: r.Repairs, UpdatedNs: r.UpdatedNs,
+		Repairs: r.Repairs, UpdatedNs: r.UpdatedNs, Record: r,
 	}
 	if int(r.CaState) < len(caStates) {
 		s.CAState = caStates[r.CaState]
@@ -135,8 +142,11 @@ func readMap(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	)
 	for {
 		n, err := m.BatchLookup(&cursor, keys, vals, nil)
-		for _, r := range vals[:n] {
-			out = append(out, decode(r, cc, algo, coupledName))
+		// The subflows keep their records: one allocation per batch, of
+		// what it returned (vals is reused).
+		recs := append([]abi.Subflow(nil), vals[:n]...)
+		for i := range recs {
+			out = append(out, decode(&recs[i], cc, algo, coupledName))
 		}
 		switch {
 		case errors.Is(err, ebpf.ErrKeyNotExist):
@@ -155,12 +165,13 @@ const batchSize = 1024
 func readMapByElement(m *ebpf.Map, cc, algo, coupledName string) ([]Subflow, error) {
 	var (
 		key uint64
-		raw abi.Subflow
+		raw = new(abi.Subflow)
 		out []Subflow
 	)
 	it := m.Iterate()
-	for it.Next(&key, &raw) {
+	for it.Next(&key, raw) {
 		out = append(out, decode(raw, cc, algo, coupledName))
+		raw = new(abi.Subflow) // the subflow keeps the last one
 	}
 	if err := it.Err(); err != nil && !errors.Is(err, ebpf.ErrIterationAborted) {
 		return out, err
