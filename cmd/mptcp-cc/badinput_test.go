@@ -63,6 +63,7 @@ func TestBadInput(t *testing.T) {
 		bad(1, []string{"load", "--algo", "lia", "--name", long}, long, "1 to 15 characters"),
 		bad(1, []string{"load", "--algo", "lia", "--name", "a/b"}, `"a/b"`, "use only a-z"),
 		bad(1, []string{"load", "--algo", "rsf", "--rsf-target", "-1s"}, "-1s", "out of range"),
+		bad(1, []string{"load", "--algo", "rsf", "--rsf-target", "0"}, "--rsf-target 0s is out of range (1µs to 1h)"),
 		bad(2, []string{"load", "--algo", "rsf", "--rsf-target", "abc"}, `invalid value "abc" for flag --rsf-target: want a duration`),
 		bad(2, []string{"load", "--algo", "lia", "--nope"}, "flag provided but not defined: --nope", "`mptcp-cc load -h` shows the usage"),
 		bad(2, []string{"load", "lia", "extra"}, `unexpected argument "extra"`),

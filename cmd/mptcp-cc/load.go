@@ -21,9 +21,6 @@ var loadHelp = `The algorithm may also be given as the argument: ` + "`mptcp-cc 
 ` + "`mptcp-cc load --algo olia`" + `. A parameter that the algorithm does not read is
 refused: --rsf-target is read by ` + strings.Join(cc.UsedBy(cc.ParamRSFTarget), ", ") + ` alone.`
 
-// algoParams are load's flags of the parameters only some algorithms read.
-var algoParams = map[string]cc.Param{"rsf-target": cc.ParamRSFTarget}
-
 func cmdLoad(fs *flag.FlagSet) cli.Action {
 	algo := fs.String("algo", "", "algorithm `NAME`: "+joinNames())
 	name := fs.String("name", "", "`CCNAME` to register under, 1 to 15 characters (default mptcp_ALGO)")
@@ -38,15 +35,21 @@ func cmdLoad(fs *flag.FlagSet) cli.Action {
 		if *maxSubflows < 1 || *maxSubflows > cc.MaxSubflowsTracked {
 			return fmt.Errorf("--max-subflows %d: want 1 to %d", *maxSubflows, cc.MaxSubflowsTracked)
 		}
-		a, err := algoArg(fs, *algo, pos)
+		a, err := algoArg(*algo, pos)
 		if err != nil {
 			return err
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		params, err := cc.ParseParams(cc.ParamInput{Algo: a.Name, LISA: *lisa, Trace: *trace, Pacing: *pacing,
+			RSFTarget: *target, RSFTargetSet: set["rsf-target"]})
+		if err != nil {
+			return paramFlagError(err)
 		}
 		if err := checkPinRoot(*root, true); err != nil {
 			return err
 		}
-		opts := cc.Options{Name: *name, PinRoot: *root, Params: cc.Params{LISA: *lisa, RSFTarget: *target, Trace: *trace, Pacing: *pacing},
-			MaxSubflows: uint32(*maxSubflows)}
+		opts := cc.Options{Name: *name, PinRoot: *root, Params: params, MaxSubflows: uint32(*maxSubflows)}
 		if err := cc.Load(a, opts); err != nil {
 			return err
 		}
@@ -367,9 +370,22 @@ func oneName(flagName, flagValue string, pos []string) (string, error) {
 	return pos[0], nil
 }
 
-// algoArg is the algorithm load was given (--algo NAME or NAME), refusing
-// a flag that was set of a parameter the algorithm does not read.
-func algoArg(fs *flag.FlagSet, algo string, pos []string) (cc.Algorithm, error) {
+// paramFlagError says what cc.ParseParams refused in terms of load's
+// flags: a parameter the algorithm does not read is a usage error.
+func paramFlagError(err error) error {
+	var pe *cc.ParamError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	flagName := "--" + strings.ReplaceAll(string(pe.Param), "_", "-")
+	if pe.Unread {
+		return cli.Usagef("%s is %s", flagName, pe.Msg)
+	}
+	return fmt.Errorf("%s %s", flagName, pe.Msg)
+}
+
+// algoArg is the algorithm load was given (--algo NAME or NAME).
+func algoArg(algo string, pos []string) (cc.Algorithm, error) {
 	name, err := oneName("algo", algo, pos)
 	if err != nil {
 		return cc.Algorithm{}, err
@@ -381,12 +397,7 @@ func algoArg(fs *flag.FlagSet, algo string, pos []string) (cc.Algorithm, error) 
 	if err != nil {
 		return cc.Algorithm{}, cli.Usagef("%v", err)
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if p, ok := algoParams[f.Name]; ok && !a.ReadsParam(p) && err == nil {
-			err = cli.Usagef("--%s is a parameter of %s only; %s does not read it: drop it", f.Name, strings.Join(cc.UsedBy(p), ", "), a.Name)
-		}
-	})
-	return a, err
+	return a, nil
 }
 
 func joinNames() string {

@@ -119,7 +119,7 @@ func checkPinRootFlag(flagName, root string, creating bool) error {
 func pinRootFlag(fs *flag.FlagSet) *string {
 	def := os.Getenv("MPTCP_CC_BPFFS")
 	if def == "" {
-		def = "/sys/fs/bpf/mptcp-cc"
+		def = cc.DefaultPinRoot
 	}
 	return fs.String("bpffs", def, "bpffs `DIR` for pins (env MPTCP_CC_BPFFS)")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
+	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 )
 
 // stringList is a repeatable flag.
@@ -41,10 +42,10 @@ func cmdServe(fs *flag.FlagSet) cli.Action {
 	root := pinRootFlag(fs)
 	policyRoot := fs.String("policy-bpffs", "", "bpffs `DIR` for policy pins (default: <bpffs>-policy)")
 	schedRoot := fs.String("sched-bpffs", "", "bpffs `DIR` for packet scheduler pins (default: <bpffs>-sched)")
-	listen := fs.String("web.listen-address", "127.0.0.1:9464", "`HOST:PORT` to serve /metrics on")
+	listen := fs.String("web.listen-address", metrics.DefaultListenAddress, "`HOST:PORT` to serve /metrics on")
 	allowRemote := fs.Bool("web.allow-remote", false, "allow a listen address that is not loopback")
-	maxSubflows := fs.Int("metrics.max-subflows", 4096, "bound on subflows exported with per-subflow series (0: aggregates only)")
-	onExit := fs.String("on-exit", "keep", "what to do on SIGTERM, `ACTION`: keep (leave algorithms loaded, policies attached) or remove (unload/detach what the configuration names)")
+	maxSubflows := fs.Int("metrics.max-subflows", metrics.DefaultMaxSubflows, "bound on subflows exported with per-subflow series (0: aggregates only)")
+	onExit := fs.String("on-exit", string(daemon.OnExitKeep), "what to do on SIGTERM, `ACTION`: keep (leave algorithms loaded, policies attached) or remove (unload/detach what the configuration names)")
 	var netns stringList
 	fs.Var(&netns, "events.netns", "also follow the mptcp_pm events of this named network namespace `NAME` (repeatable)")
 	noEvents := fs.Bool("events.disable", false, "do not subscribe to mptcp_pm events")

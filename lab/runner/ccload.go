@@ -22,6 +22,7 @@ type LoadedCC struct {
 	Name   string `json:"kernel_name"`
 	Algo   string `json:"algo"`
 	LISA   bool   `json:"lisa"`
+	Pacing bool   `json:"pacing,omitempty"`
 	Target string `json:"rsf_target,omitempty"`
 	m      *ebpf.Map
 }
@@ -47,24 +48,28 @@ func LoadCCs(id RunID, specs []scenario.CCSpec) (*CCSet, error) {
 			_ = s.Unload()
 			return nil, err
 		}
+		p, err := cc.ParseParams(cc.ParamInput{Algo: sp.Algo, LISA: sp.LISA, Pacing: sp.Pacing, RSFTarget: sp.RSFTarget, RSFTargetSet: sp.RSFTarget != 0})
+		if err != nil {
+			_ = s.Unload()
+			return nil, fmt.Errorf("%s: %w", sp, err)
+		}
 		base := ccIDPrefix + string(id) + "_" + sp.Algo
 		if sp.LISA {
 			base += "l"
+		}
+		if sp.Pacing {
+			base += "p"
 		}
 		name := base
 		for n := 2; used[name]; n++ {
 			name = base + strconv.Itoa(n)
 		}
 		used[name] = true
-		p := cc.Params{LISA: sp.LISA, RSFTarget: sp.RSFTarget}
-		if a.ReadsParam(cc.ParamRSFTarget) && p.RSFTarget == 0 {
-			p.RSFTarget = cc.DefaultRSFTarget
-		}
 		if err := cc.Load(a, cc.Options{Name: name, PinRoot: s.root, Params: p}); err != nil {
 			_ = s.Unload()
 			return nil, fmt.Errorf("loading %s as %s: %w", sp, name, err)
 		}
-		l := &LoadedCC{Spec: sp.String(), Name: name, Algo: sp.Algo, LISA: sp.LISA}
+		l := &LoadedCC{Spec: sp.String(), Name: name, Algo: sp.Algo, LISA: sp.LISA, Pacing: sp.Pacing}
 		if a.ReadsParam(cc.ParamRSFTarget) {
 			l.Target = p.RSFTarget.String()
 		}

@@ -3,6 +3,7 @@
 package scenario
 
 import (
+	"errors"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/mahimahi"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
 	"github.com/mptcp-cc/mptcp-cc/pkg/algo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/ccparams"
 	_ "github.com/mptcp-cc/mptcp-cc/pkg/model" // our congestion controls register there
 )
 
@@ -156,27 +158,42 @@ func resolveAmount(e *errList, f *Flow, rf rawFlow, n *yaml.Node, p string, warm
 
 var kernelCCRE = regexp.MustCompile(`^[a-z0-9_-]{1,15}$`)
 
-// parseCC reads "reno", "olia", "olia+lisa", or {algo: rsf, lisa: true,
-// rsf_target: 5ms}.
+// parseCC reads "reno", "olia", "olia+lisa", "olia+lisa+pacing", or
+// {algo: rsf, lisa: true, pacing: true, rsf_target: 5ms}. The parameters
+// of ours are checked by ccparams.Parse, as load's flags and the daemon's
+// configuration are.
 func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 	var c CCSpec
 	switch raw.Kind {
 	case 0:
-		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa", strings.Join(ours(), ", "))
+		e.add(n, p, "required: a kernel congestion control (reno, cubic, ...) or one of ours (%s), optionally +lisa and +pacing", strings.Join(ours(), ", "))
 		return c
 	case yaml.ScalarNode:
 		s := strings.TrimSpace(raw.Value)
-		base, lisa := strings.CutSuffix(s, "+lisa")
-		if _, err := algo.Lookup(algo.CC, base); err == nil {
-			return CCSpec{Name: base, Algo: base, LISA: lisa}
+		parts := strings.Split(s, "+")
+		base, opts := parts[0], parts[1:]
+		c = CCSpec{Name: base, Algo: base}
+		for _, o := range opts {
+			switch o {
+			case "lisa":
+				c.LISA = true
+			case "pacing":
+				c.Pacing = true
+			default:
+				e.add(raw, p, "%q: +%s is not a parameter (+lisa, +pacing)", s, o)
+				return CCSpec{}
+			}
 		}
-		if lisa {
-			e.add(raw, p, "%q: +lisa composes with our algorithms only (%s)", s, strings.Join(ours(), ", "))
+		if _, err := algo.Lookup(algo.CC, base); err == nil {
 			return c
+		}
+		if len(opts) > 0 {
+			e.add(raw, p, "%q: +%s composes with our algorithms only (%s)", s, opts[0], strings.Join(ours(), ", "))
+			return CCSpec{}
 		}
 		if !kernelCCRE.MatchString(s) {
 			e.add(raw, p, "%q is not a congestion control name", s)
-			return c
+			return CCSpec{}
 		}
 		return CCSpec{Name: s}
 	case yaml.MappingNode:
@@ -184,25 +201,26 @@ func parseCC(e *errList, n *yaml.Node, raw *yaml.Node, p, tool string) CCSpec {
 		if !e.decode(raw, p, &rc) {
 			return c
 		}
-		a, err := algo.Lookup(algo.CC, rc.Algo)
-		if err != nil {
+		if _, err := algo.Lookup(algo.CC, rc.Algo); err != nil {
 			e.add(fieldNode(raw, "algo"), p+".algo", "%v", err)
 			return c
 		}
-		c = CCSpec{Name: rc.Algo, Algo: rc.Algo, LISA: rc.LISA}
+		c = CCSpec{Name: rc.Algo, Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
+		in := ccparams.Input{Algo: rc.Algo, LISA: rc.LISA, Pacing: rc.Pacing}
 		if rc.RSFTarget != "" {
 			d, err := ParseDuration(rc.RSFTarget)
 			if err != nil {
 				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v", err)
-			} else if !a.Reads("rsf_target") {
-				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "only %s has a target delay", strings.Join(algo.Readers(algo.CC, "rsf_target"), ", "))
-			} else if d <= 0 || d > time.Hour {
-				e.add(fieldNode(raw, "rsf_target"), p+".rsf_target", "%v: want more than 0 and at most 1h", d)
+				return c
 			}
-			c.RSFTarget = d
+			c.RSFTarget, in.RSFTarget, in.RSFTargetSet = d, d, true
+		}
+		var pe *ccparams.Error
+		if _, err := ccparams.Parse(in); errors.As(err, &pe) {
+			e.add(fieldNode(raw, string(pe.Param)), p+"."+string(pe.Param), "%s", pe.Msg)
 		}
 		return c
 	}
-	e.add(raw, p, "want a name or a mapping {algo, lisa, rsf_target}")
+	e.add(raw, p, "want a name or a mapping {algo, lisa, pacing, rsf_target}")
 	return c
 }

@@ -94,6 +94,7 @@ type rawFlow struct {
 type rawCC struct {
 	Algo      string `yaml:"algo"`
 	LISA      bool   `yaml:"lisa"`
+	Pacing    bool   `yaml:"pacing"`
 	RSFTarget string `yaml:"rsf_target"`
 }
 

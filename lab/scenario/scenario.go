@@ -5,9 +5,10 @@
 // error names the file, the line and the field) and resolves it into one
 // Scenario per case (variant x sweep value), and it parses the units
 // (ParseRate, ParseSize, durations). It needs no privileges and runs
-// nothing: it imports no BPF objects, and lab/linkem only for the AQM type
-// and its checks, so a link's AQM is checked as the emulator will; lab/runner
-// runs what it describes.
+// nothing: it imports pkg/algo for our algorithms' names, pkg/ccparams
+// for the rules of their parameters (as load and the daemon check them),
+// and lab/linkem only for the AQM type and its checks, so a link's AQM is
+// checked as the emulator will; lab/runner runs what it describes.
 package scenario
 
 import (
@@ -118,11 +119,12 @@ type CCSpec struct {
 	Name      string // kernel name (built-in), or the algorithm
 	Algo      string // lia, olia, balia, rsf; "" for a kernel CC
 	LISA      bool
-	RSFTarget time.Duration
+	Pacing    bool
+	RSFTarget time.Duration // 0: not given (ccparams.Parse's default)
 }
 
 // String is the spec as written in scenario files: "reno", "olia+lisa",
-// "rsf(target=5ms)".
+// "olia+lisa+pacing", "rsf(target=5ms)".
 func (c CCSpec) String() string {
 	if c.Algo == "" {
 		return c.Name
@@ -130,6 +132,9 @@ func (c CCSpec) String() string {
 	s := c.Algo
 	if c.LISA {
 		s += "+lisa"
+	}
+	if c.Pacing {
+		s += "+pacing"
 	}
 	if c.RSFTarget > 0 {
 		s += "(target=" + c.RSFTarget.String() + ")"

@@ -84,6 +84,36 @@ sweep:
 record: {sample: 50ms, warmup: 1s}
 `
 
+// Pacing is a parameter of ours, as a suffix or in the mapping, and tells
+// the loads apart.
+func TestParsePacing(t *testing.T) {
+	src := strings.Replace(good, "{algo: rsf, rsf_target: 5ms}", "{algo: rsf, pacing: true, rsf_target: 5ms}", 1)
+	f, err := Parse("pacing.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Cases[0].Scenario.Flows[0].CC, (CCSpec{Name: "lia", Algo: "lia"}); got != want {
+		t.Errorf("variant lia: %+v, want %+v", got, want)
+	}
+	rsf := f.Cases[3].Scenario.Flows[0].CC
+	if want := (CCSpec{Name: "rsf", Algo: "rsf", Pacing: true, RSFTarget: 5 * time.Millisecond}); rsf != want {
+		t.Errorf("variant rsf: %+v, want %+v", rsf, want)
+	}
+	if s := rsf.String(); s != "rsf+pacing(target=5ms)" {
+		t.Errorf("rsf spec prints as %q", s)
+	}
+	// Without the variants, flow f runs the spec it is given.
+	plain := good[:strings.Index(good, "variants:")] + good[strings.Index(good, "sweep:"):]
+	one, err := Parse("pacing.yaml", []byte(strings.Replace(plain, "cc: olia+lisa,", "cc: olia+lisa+pacing,", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := one.Cases[0].Scenario.Flows[0].CC
+	if want := (CCSpec{Name: "olia", Algo: "olia", LISA: true, Pacing: true}); cc != want || cc.String() != "olia+lisa+pacing" {
+		t.Errorf("olia+lisa+pacing: %+v (%s)", cc, cc)
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	f, err := Parse("good.yaml", []byte(good))
 	if err != nil {
@@ -198,6 +228,9 @@ var badEdits = []struct {
 	{"unknown cc algo", "{algo: rsf, rsf_target: 5ms}->{algo: rfs, rsf_target: 5ms}", []string{"flows.f.cc.algo", "unknown algorithm"}},
 	{"lisa on kernel cc", "cc: cubic->cc: cubic+lisa", []string{"flows.g.cc", "+lisa composes with our algorithms only"}},
 	{"target on olia", "{algo: rsf, rsf_target: 5ms}->{algo: olia, rsf_target: 5ms}", []string{"flows.f.cc.rsf_target", "only rsf"}},
+	{"target zero", "{algo: rsf, rsf_target: 5ms}->{algo: rsf, rsf_target: 0s}", []string{"flows.f.cc.rsf_target", "0s is out of range"}},
+	{"pacing on kernel cc", "cc: cubic->cc: cubic+pacing", []string{"flows.g.cc", "+pacing composes with our algorithms only"}},
+	{"unknown cc suffix", "cc: cubic->cc: cubic+fast", []string{"flows.g.cc", "+fast is not a parameter (+lisa, +pacing)"}},
 	{"bad host", "from: h, to: s->from: x, to: s", []string{"flows.f.from", `host "x" is not defined`}},
 	{"bad path", "path: 1->path: 2", []string{"flows.g.path", "paths 0 to 1"}},
 	{"bad protocol", "protocol: tcp->protocol: sctp", []string{"flows.g.protocol", "mptcp or tcp"}},

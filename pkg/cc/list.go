@@ -111,5 +111,5 @@ func SetParams(root, name string, p Params) error {
 	if err := m.Lookup(uint32(0), &raw); err != nil {
 		return err
 	}
-	return m.Put(uint32(0), p.raw(raw.Algo))
+	return m.Put(uint32(0), rawParams(p, raw.Algo))
 }

@@ -9,33 +9,20 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
+	"github.com/mptcp-cc/mptcp-cc/pkg/ccparams"
 )
 
-// Params are the load-time parameters every algorithm accepts, as Go
-// takes them; Load writes them as struct mpcc_params (abi.CCParams).
-type Params struct {
-	LISA      bool          // LISA linked slow start for joining subflows
-	RSFTarget time.Duration // RSF's target queueing delay d (only RSF reads it)
-	Trace     bool          // emit every decision to the trace ring buffer
-	// Pacing: each subflow is paced at about its window per RTT (the
-	// kernel's TCP pacing) instead of sending in bursts, as the kernel's
-	// own CCs do without an fq qdisc. At a drop-tail queue shared with a
-	// TCP flow at 1 ms base RTT, two unpaced subflows lost 2.4-5.3 times
-	// as many packets per packet sent as the TCP flow, paced 1.7-1.8
-	// times, and two subflows came closer to one TCP share. Not the
-	// default: four subflows did not gain, and at tens of Gbit/s it costs
-	// a third of the goodput (docs/results/fairness.md).
-	Pacing bool
-}
+// Params are the load-time parameters every algorithm accepts
+// (ccparams.Params, which says what each is); Load writes them as struct
+// mpcc_params (abi.CCParams).
+type Params = ccparams.Params
 
-// DefaultRSFTarget is RSF's target queueing delay when none is given. The
-// seed does not fix d; 10 ms is a queue short enough to mark a path as
-// uncontended on WAN paths and long enough that the delay noise of a
-// virtualised host (~1 ms) does not trip it. docs/algorithms.md discusses it.
-const DefaultRSFTarget = 10 * time.Millisecond
+// DefaultRSFTarget is RSF's target queueing delay when none is given
+// (ccparams.DefaultRSFTarget).
+const DefaultRSFTarget = ccparams.DefaultRSFTarget
 
-// raw is the params map's value (struct mpcc_params) for algo.
-func (p Params) raw(algo uint32) abi.CCParams {
+// rawParams is the params map's value (struct mpcc_params) for algo.
+func rawParams(p Params, algo uint32) abi.CCParams {
 	r := abi.CCParams{RsfTargetUs: uint32(p.RSFTarget / time.Microsecond), Algo: algo}
 	if p.LISA {
 		r.Lisa = 1
@@ -87,7 +74,7 @@ func Load(a Algorithm, opts Options) error {
 			s.Maps["subflows"].MaxEntries = opts.MaxSubflows
 		}
 	}
-	return family.Load(a.Info, name, opts.PinRoot, opts.Params.raw(a.ID), ThisBuild(), tune)
+	return family.Load(a.Info, name, opts.PinRoot, rawParams(opts.Params, a.ID), ThisBuild(), tune)
 }
 
 // Unload unregisters a loaded congestion control and removes its pins.

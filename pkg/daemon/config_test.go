@@ -96,6 +96,7 @@ func TestConfigErrors(t *testing.T) {
 		{"top-level typo", "algorithm:\n  - algo: lia\n", []string{"config:1: algorithm: unknown field \"algorithm\" in the top level"}},
 		{"duration without unit", "algorithms:\n  - algo: rsf\n    rsf_target: 10\n", []string{"config:3: algorithms[0].rsf_target: \"10\" is not a duration"}},
 		{"negative duration", "algorithms:\n  - algo: rsf\n    rsf_target: -1s\n", []string{"config:3: algorithms[0].rsf_target: -1s is out of range"}},
+		{"duration below the parameter's resolution", "algorithms:\n  - algo: rsf\n    rsf_target: 500ns\n", []string{"config:3: algorithms[0].rsf_target: 500ns is below the microsecond resolution"}},
 		{"bool", "algorithms:\n  - algo: lia\n    lisa: maybe\n", []string{"config:3: algorithms[0].lisa: \"maybe\" is not a boolean"}},
 		{"on_exit", "on_exit: later\n", []string{"config:1: on_exit: \"later\" is neither keep nor remove"}},
 		{"malformed yaml", "algorithms: [\n  {algo: olia\n", []string{"config:", "did not find expected"}},

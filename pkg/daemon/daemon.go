@@ -136,13 +136,6 @@ func newState() *state {
 	return &state{algos: map[string]action{}, scheds: map[string]action{}}
 }
 
-type resolvedPolicy struct {
-	index  int // in the configuration's policies list
-	cfg    Policy
-	rule   policy.Rule // Cgroup absolute
-	action action
-}
-
 // running is the daemon once started: what is in force, and what a reload
 // swaps.
 type running struct {
@@ -191,13 +184,12 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	if err := checkKernel(cfg, pe); err != nil {
 		return err
 	}
-	policies, err := preflight(cfg, pe)
-	if err = errors.Join(err, preflightSched(cfg, se)); err != nil {
-		return err
-	}
-
 	r := &running{cfg: cfg, pe: pe, se: se, log: log, handler: &swapHandler{}, inForce: &policyCollector{pe: pe, root: cfg.PolicyBPFFS, log: log}, reloads: newReloadCollector(time.Now()),
 		view: stats.NewKernelView(flagsPeriod)}
+	t, err := r.checkAll(cfg)
+	if err != nil {
+		return err
+	}
 	r.events = &eventWatchers{col: &events.Collector{}, log: log, stop: map[string]context.CancelFunc{}}
 	paths := opts.Paths
 	if paths == nil {
@@ -218,27 +210,11 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 	// A reload may replace the server.
 	defer func() { _ = r.srv.Close() }()
 
+	// A failure undoes what the start did (setUpAll).
 	r.st = newState()
-	started := false
-	defer func() {
-		if err != nil && !started {
-			rollbackSched(cfg, se, r.st, log)
-			rollback(cfg, pe, r.st, log)
-		}
-	}()
-	if err := setUpAlgorithms(cfg, r.st, log); err != nil {
+	if err := r.setUpAll(t, r.st); err != nil {
 		return err
 	}
-	if err := setUpPolicies(cfg, pe, policies, r.st, log); err != nil {
-		return err
-	}
-	if err := setUpSchedulers(cfg, se, r.st, log); err != nil {
-		return err
-	}
-	if err := setUpNetns(cfg, se, r.st, log); err != nil {
-		return err
-	}
-	started = true
 	r.inForce.set(r.st.policies)
 	defer r.events.stopAll()
 	r.events.sync(ctx, cfg.Events)
@@ -273,7 +249,7 @@ func Run(ctx context.Context, cfg Config, opts Options) (err error) {
 			"algorithms", len(cfg.Algorithms), "policies", len(cfg.Policies), "schedulers", len(cfg.Schedulers), "netns_schedulers", len(cfg.NetnsSchedulers))
 		return nil
 	}
-	return removeAll(cfg, pe, se, log)
+	return r.removeAll(cfg)
 }
 
 // mibNamespaces are the network namespaces whose MPTCP MIB counters the

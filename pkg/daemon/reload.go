@@ -6,26 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
-	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 )
-
-// algoChange is an algorithm entry whose name stays while what it is
-// changes.
-type algoChange struct{ old, new Algorithm }
-
-// policyChange is a rule whose selector (cgroup, dst, dst_port) stays while
-// what it gives (cc, tcp) changes.
-type policyChange struct{ old, new resolvedPolicy }
 
 // reloadPlan is the difference between the configuration in force and a
 // new one, both valid and resolved: what a reload does.
@@ -43,6 +32,9 @@ type reloadPlan struct {
 
 	sched schedPlan
 
+	// changes are what the resources' plans change, one a line.
+	changes []string
+
 	listen      bool // metrics.listen_address or allow_remote changed
 	maxSubflows bool
 	events      bool
@@ -51,76 +43,13 @@ type reloadPlan struct {
 }
 
 // planReload compares two resolved configurations and their resolved
-// policies. It refuses what a reload cannot do: move the pin roots, or
-// keep a rule that names an algorithm the new configuration unloads.
+// policies, kind by kind (planAll), then the daemon's own settings. It
+// refuses what a reload cannot do: move the pin roots, or keep a rule (or
+// a namespace) that names an algorithm (a scheduler) the new
+// configuration unloads.
 func planReload(old Config, oldPols []resolvedPolicy, cfg Config, pols []resolvedPolicy) (reloadPlan, error) {
 	var p reloadPlan
-	var errs []error
-	if filepath.Clean(old.BPFFS) != filepath.Clean(cfg.BPFFS) {
-		errs = append(errs, fmt.Errorf("bpffs: %s is in force and the file now says %s: a reload does not move what is pinned; restart the daemon to change it (what is pinned under %s stays until unloaded)", old.BPFFS, cfg.BPFFS, old.BPFFS))
-	}
-	if filepath.Clean(old.PolicyBPFFS) != filepath.Clean(cfg.PolicyBPFFS) {
-		errs = append(errs, fmt.Errorf("policy_bpffs: %s is in force and the file now says %s: a reload does not move what is pinned; restart the daemon to change it (what is pinned under %s stays until detached)", old.PolicyBPFFS, cfg.PolicyBPFFS, old.PolicyBPFFS))
-	}
-
-	oldAlgos := map[string]Algorithm{}
-	for _, a := range old.Algorithms {
-		oldAlgos[a.Name] = a
-	}
-	newNames := map[string]bool{}
-	for _, a := range cfg.Algorithms {
-		newNames[a.Name] = true
-		o, ok := oldAlgos[a.Name]
-		switch {
-		case !ok:
-			p.load = append(p.load, a)
-		case o.Algo != a.Algo:
-			p.replace = append(p.replace, algoChange{o, a})
-		case o.Params() != a.Params():
-			p.update = append(p.update, algoChange{o, a})
-		default:
-			p.keep = append(p.keep, a.Name)
-		}
-	}
-	unloaded := map[string]bool{}
-	for _, a := range old.Algorithms {
-		if !newNames[a.Name] {
-			p.unload = append(p.unload, a)
-			unloaded[a.Name] = true
-		}
-	}
-
-	oldBySel := map[string]resolvedPolicy{}
-	for _, r := range oldPols {
-		oldBySel[selectorKey(r.rule)] = r
-	}
-	newSel := map[string]bool{}
-	for _, r := range pols {
-		if unloaded[r.rule.CC] {
-			errs = append(errs, fmt.Errorf("policies[%d].cc: %s is dropped from algorithms by this file and would be unloaded; keep it in algorithms or give the rule another cc", r.index, r.rule.CC))
-		}
-		k := selectorKey(r.rule)
-		newSel[k] = true
-		o, ok := oldBySel[k]
-		switch {
-		case !ok:
-			p.attach = append(p.attach, r)
-		case o.rule.CC != r.rule.CC || o.rule.PlainTCP != r.rule.PlainTCP || o.rule.DelackMax != r.rule.DelackMax:
-			p.change = append(p.change, policyChange{o, r})
-		default:
-			p.keepPolicies = append(p.keepPolicies, r)
-		}
-	}
-	for _, r := range oldPols {
-		if !newSel[selectorKey(r.rule)] {
-			p.detach = append(p.detach, r)
-		}
-	}
-
-	var serrs []error
-	p.sched, serrs = planSched(old, cfg)
-	errs = append(errs, serrs...)
-
+	errs := planAll(&p, &target{cfg: old, pols: oldPols}, &target{cfg: cfg, pols: pols})
 	p.listen = old.Metrics.ListenAddress != cfg.Metrics.ListenAddress || old.Metrics.AllowRemote != cfg.Metrics.AllowRemote
 	p.maxSubflows = *old.Metrics.MaxSubflows != *cfg.Metrics.MaxSubflows
 	p.events = !reflect.DeepEqual(old.Events, cfg.Events)
@@ -129,48 +58,10 @@ func planReload(old Config, oldPols []resolvedPolicy, cfg Config, pols []resolve
 	return p, errors.Join(errs...)
 }
 
-func selectorKey(r policy.Rule) string {
-	return fmt.Sprintf("%s|%s|%d", filepath.Clean(r.Cgroup), prefixString(r.Dst), r.DstPort)
-}
-
-// delackString is a rule's delayed-ACK cap as the plan prints it: nothing
-// when the kernel's timer is kept.
-func delackString(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" delack_max=%v", d)
-}
-
-func ruleString(r policy.Rule) string {
-	return fmt.Sprintf("%s dst %s port %d: %s tcp=%v%s", r.Cgroup, prefixString(r.Dst), r.DstPort, r.CC, r.PlainTCP, delackString(r.DelackMax))
-}
-
-// actions describes the plan, one change a line, for the log and the tests.
+// actions describes the plan, one change a line, for the log and the
+// tests: the resources' changes, then the daemon's settings.
 func (p reloadPlan) actions(old, cfg Config) []string {
-	var out []string
-	for _, a := range p.load {
-		out = append(out, fmt.Sprintf("load %s (%s)", a.Name, a.Algo))
-	}
-	for _, c := range p.update {
-		out = append(out, fmt.Sprintf("update %s in place: %+v -> %+v", c.new.Name, c.old.Params(), c.new.Params()))
-	}
-	for _, c := range p.replace {
-		out = append(out, fmt.Sprintf("replace %s: %s -> %s (unload, then load)", c.new.Name, c.old.Algo, c.new.Algo))
-	}
-	for _, a := range p.unload {
-		out = append(out, fmt.Sprintf("unload %s", a.Name))
-	}
-	for _, r := range p.attach {
-		out = append(out, "attach "+ruleString(r.rule))
-	}
-	for _, c := range p.change {
-		out = append(out, fmt.Sprintf("change %s -> %s tcp=%v%s", ruleString(c.old.rule), c.new.rule.CC, c.new.rule.PlainTCP, delackString(c.new.rule.DelackMax)))
-	}
-	for _, r := range p.detach {
-		out = append(out, "detach "+ruleString(r.rule))
-	}
-	out = append(out, p.sched.actions()...)
+	out := slices.Clone(p.changes)
 	if p.listen {
 		out = append(out, fmt.Sprintf("metrics address %s -> %s", old.Metrics.ListenAddress, cfg.Metrics.ListenAddress))
 	}
@@ -246,11 +137,11 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 		return false, err
 	}
 	cfg = cfg.Resolve()
-	pols, err := preflight(cfg, r.pe)
-	if err = errors.Join(err, preflightSched(cfg, r.se)); err != nil {
+	t, err := r.checkAll(cfg)
+	if err != nil {
 		return false, err
 	}
-	plan, err := planReload(r.cfg, r.st.policies, cfg, pols)
+	plan, err := planReload(r.cfg, r.st.policies, cfg, t.pols)
 	if err != nil {
 		return false, err
 	}
@@ -267,16 +158,7 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 	}
 	var undo undoStack
 	st := newState()
-	err = r.reloadAlgorithms(cfg, plan, st, &undo)
-	if err == nil {
-		err = r.reloadPolicies(cfg, pols, st, &undo)
-	}
-	if err == nil {
-		err = r.reloadSchedulers(cfg, plan.sched, st, &undo)
-	}
-	if err == nil {
-		err = r.reloadNetns(cfg, st, &undo)
-	}
+	err = r.reloadAll(t, plan, st, &undo)
 	if err != nil {
 		if uerr := undo.run(); uerr != nil {
 			err = fmt.Errorf("%w\nundoing the reload's changes: %v", err, uerr)
@@ -288,7 +170,7 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 	}
 
 	// The new configuration is in force from here on.
-	removeErr := errors.Join(r.removeDropped(plan), r.removeDroppedSched(plan.sched))
+	removeErr := r.dropAll(plan)
 	r.cfg, r.st = cfg, st
 	r.inForce.set(st.policies)
 	r.mib.SetNamespaces(mibNamespaces(cfg))
@@ -309,100 +191,6 @@ func (r *running) applyReload(ctx context.Context, read func() (Config, error)) 
 		r.paths.sync(ctx, cfg.Pathctl)
 	}
 	return true, removeErr
-}
-
-// reloadAlgorithms brings the algorithms to cfg: every entry is set up as at
-// start (unchanged ones are adopted with no change in the kernel); an entry
-// that names another algorithm than before is unloaded first, because the
-// kernel does not register two congestion controls of one name.
-func (r *running) reloadAlgorithms(cfg Config, plan reloadPlan, st *state, undo *undoStack) error {
-	root := cfg.BPFFS
-	for _, c := range plan.replace {
-		old := c.old
-		alg, err := cc.Lookup(old.Algo)
-		if err != nil {
-			return err
-		}
-		if err := r.handler.exclusive(func() error { return cc.Unload(old.Name, root) }); err != nil && !errors.Is(err, cc.ErrNotLoaded) {
-			return fmt.Errorf("unloading %s (%s) to load it as %s: %w", old.Name, old.Algo, c.new.Algo, err)
-		}
-		r.log.Info("unloaded to be replaced; its connections keep it until they close", "name", old.Name, "algo", old.Algo)
-		undo.push(func() error {
-			return r.handler.exclusive(func() error {
-				return cc.Load(alg, cc.Options{Name: old.Name, PinRoot: root, Params: old.Params()})
-			})
-		})
-	}
-	byName, err := pinnedAlgorithms(root)
-	if err != nil {
-		return err
-	}
-	for i, a := range cfg.Algorithms {
-		var act action
-		if err := r.handler.exclusive(func() (err error) {
-			act, err = setUpAlgorithm(root, i, a, byName, cfg.Adopt, r.log, slog.LevelDebug)
-			return err
-		}); err != nil {
-			return err
-		}
-		st.algos[a.Name] = act
-		name := a.Name
-		switch act {
-		case actLoaded:
-			undo.push(func() error { return r.handler.exclusive(func() error { return cc.Unload(name, root) }) })
-		case actUpdated:
-			prev := byName[name].Params
-			undo.push(func() error { return cc.SetParams(root, name, prev) })
-		}
-	}
-	return nil
-}
-
-// reloadPolicies attaches the rules of cfg that are not in force as they
-// are; a changed rule replaces the one of its selector in place.
-func (r *running) reloadPolicies(cfg Config, pols []resolvedPolicy, st *state, undo *undoStack) error {
-	if len(pols) == 0 {
-		return nil
-	}
-	attached, err := r.pe.List(cfg.PolicyBPFFS)
-	if err != nil {
-		return err
-	}
-	root := cfg.PolicyBPFFS
-	for _, p := range pols {
-		p, replaced, err := setUpPolicy(root, r.pe, attached, p, r.log, slog.LevelDebug)
-		if err != nil {
-			return err
-		}
-		st.policies = append(st.policies, p)
-		switch {
-		case replaced != nil:
-			prev := policy.Rule{Cgroup: p.rule.Cgroup, CC: replaced.CC, Dst: replaced.Dst, DstPort: replaced.DstPort, PlainTCP: replaced.PlainTCP, DelackMax: replaced.DelackMax}
-			undo.push(func() error { return r.pe.Attach(prev, root) })
-		case p.action == actLoaded:
-			undo.push(func() error { return detachPolicies(cfg, r.pe, []resolvedPolicy{p}) })
-		}
-	}
-	return nil
-}
-
-// removeDropped detaches the rules and unloads the algorithms the old
-// configuration named and the new one does not (adopted ones included, as
-// on_exit remove does); the rules first, so none is left naming a CC that
-// is gone. Connections running an unloaded CC keep it until they close.
-func (r *running) removeDropped(plan reloadPlan) error {
-	var errs []error
-	if err := detachPolicies(r.cfg, r.pe, plan.detach); err != nil {
-		errs = append(errs, err)
-	}
-	for _, a := range plan.unload {
-		if err := r.handler.exclusive(func() error { return cc.Unload(a.Name, r.cfg.BPFFS) }); err != nil && !errors.Is(err, cc.ErrNotLoaded) {
-			errs = append(errs, fmt.Errorf("unloading %s: %w (it stays loaded; `mptcp-cc unload --name %s` removes it)", a.Name, err, a.Name))
-			continue
-		}
-		r.log.Info("unloaded", "name", a.Name)
-	}
-	return errors.Join(errs...)
 }
 
 // monotonicUsec is the clock systemd wants with RELOADING=1.

@@ -65,21 +65,58 @@ type netnsSet struct {
 // configuration stops naming one for it.
 const defaultScheduler = "default"
 
-// preflightSched checks, before anything changes, that the scheduler pins
-// can be read and that every namespace exists and has MPTCP and is given
-// a scheduler that the file loads or the kernel has.
-func preflightSched(cfg Config, se SchedEngine) error {
-	var errs []error
-	if _, err := se.List(cfg.SchedBPFFS); err != nil {
-		errs = append(errs, fmt.Errorf("reading the schedulers pinned under %s: %w", cfg.SchedBPFFS, err))
+var schedulerResource = resource{
+	name:  "schedulers",
+	check: checkSchedulers,
+	setUp: func(r *running, t *target, st *state) error { return setUpSchedulers(t.cfg, r.se, st, r.log) },
+	undo:  undoSchedulers,
+	plan:  planSchedulers,
+	reload: func(r *running, t *target, p reloadPlan, st *state, undo *undoStack) error {
+		return r.reloadSchedulers(t.cfg, p.sched, st, undo)
+	},
+	drop:   dropSchedulers,
+	remove: removeSchedulers,
+}
+
+// netnsResource gives namespaces a scheduler, so it comes after the
+// schedulers.
+var netnsResource = resource{
+	name:  "netns_schedulers",
+	check: checkNetns,
+	setUp: func(r *running, t *target, st *state) error { return setUpNetns(t.cfg, r.se, st, r.log) },
+	undo: func(r *running, _ Config, st *state) {
+		if err := restoreNetns(r.se, st.netns); err != nil {
+			r.log.Error("undoing the namespace schedulers set before the failure", "err", err)
+		}
+	},
+	plan: planNetns,
+	reload: func(r *running, t *target, _ reloadPlan, st *state, undo *undoStack) error {
+		return r.reloadNetns(t.cfg, st, undo)
+	},
+	drop:   func(r *running, p reloadPlan) error { return resetNetns(r.se, p.sched.reset, r.log) },
+	remove: func(r *running, cfg Config) error { return resetNetns(r.se, cfg.NetnsSchedulers, r.log) },
+}
+
+// checkSchedulers checks that the scheduler pins can be read.
+func checkSchedulers(r *running, t *target) error {
+	if _, err := r.se.List(t.cfg.SchedBPFFS); err != nil {
+		return fmt.Errorf("reading the schedulers pinned under %s: %w", t.cfg.SchedBPFFS, err)
 	}
+	return nil
+}
+
+// checkNetns checks that every namespace exists and has MPTCP and is given
+// a scheduler that the file loads or the kernel has.
+func checkNetns(r *running, t *target) error {
+	cfg, se := t.cfg, r.se
 	if len(cfg.NetnsSchedulers) == 0 {
-		return errors.Join(errs...)
+		return nil
 	}
 	avail, err := se.Available()
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("netns_schedulers: %w", err))...)
+		return fmt.Errorf("netns_schedulers: %w", err)
 	}
+	var errs []error
 	for i, n := range cfg.NetnsSchedulers {
 		f := fmt.Sprintf("netns_schedulers[%d]", i)
 		if _, err := se.Current(n.Netns); err != nil {
@@ -242,27 +279,24 @@ func resetNetns(se SchedEngine, entries []NetnsScheduler, log *slog.Logger) erro
 	return errors.Join(errs...)
 }
 
-// rollbackSched undoes what a failed start did to the namespaces and the
-// schedulers; what it adopted stays.
-func rollbackSched(cfg Config, se SchedEngine, st *state, log *slog.Logger) {
-	if err := restoreNetns(se, st.netns); err != nil {
-		log.Error("undoing the namespace schedulers set before the failure", "err", err)
-	}
+// undoSchedulers unloads the schedulers a failed start loaded; what it
+// adopted stays.
+func undoSchedulers(r *running, cfg Config, st *state) {
 	for name, act := range st.scheds {
 		if act != actLoaded {
 			continue
 		}
-		if err := se.Unload(name, cfg.SchedBPFFS); err != nil {
-			log.Error("undoing the load of scheduler "+name, "err", err)
+		if err := r.se.Unload(name, cfg.SchedBPFFS); err != nil {
+			r.log.Error("undoing the load of scheduler "+name, "err", err)
 		}
 	}
 }
 
-// removeSched is on_exit remove for the schedulers: the namespaces first
-// (so none is left naming a scheduler that is gone), then the configured
-// schedulers, adopted or not.
-func removeSched(cfg Config, se SchedEngine, log *slog.Logger) error {
-	errs := []error{resetNetns(se, cfg.NetnsSchedulers, log)}
+// removeSchedulers is on_exit remove for the schedulers: the configured
+// ones, adopted or not (the namespaces were given theirs back before).
+func removeSchedulers(r *running, cfg Config) error {
+	se, log := r.se, r.log
+	var errs []error
 	for _, s := range cfg.Schedulers {
 		if err := se.Unload(s.Name, cfg.SchedBPFFS); err != nil {
 			if !errors.Is(err, sched.ErrNotLoaded) {
@@ -300,9 +334,10 @@ type schedPlan struct {
 	netns bool             // the namespaces the metrics report changed
 }
 
-// planSched compares the schedulers of two resolved configurations.
-func planSched(old, cfg Config) (schedPlan, []error) {
-	var p schedPlan
+// planSchedulers compares the schedulers of two configurations. The pin
+// root cannot move.
+func planSchedulers(rp *reloadPlan, oldT, nextT *target) ([]string, []error) {
+	old, cfg, p := oldT.cfg, nextT.cfg, &rp.sched
 	var errs []error
 	if old.SchedBPFFS != cfg.SchedBPFFS {
 		errs = append(errs, fmt.Errorf("sched_bpffs: %s is in force and the file now says %s: a reload does not move what is pinned; restart the daemon to change it (what is pinned under %s stays until unloaded)", old.SchedBPFFS, cfg.SchedBPFFS, old.SchedBPFFS))
@@ -324,20 +359,37 @@ func planSched(old, cfg Config) (schedPlan, []error) {
 			p.keep = append(p.keep, s.Name)
 		}
 	}
-	unloaded := map[string]bool{}
 	for _, s := range old.Schedulers {
 		if !names[s.Name] {
 			p.unload = append(p.unload, s)
-			unloaded[s.Name] = true
 		}
 	}
+	var out []string
+	for _, s := range p.load {
+		out = append(out, fmt.Sprintf("load scheduler %s (%s)", s.Name, s.Algo))
+	}
+	for _, c := range p.replace {
+		out = append(out, fmt.Sprintf("replace scheduler %s: %s %+v -> %s %+v (unload, then load)", c.new.Name, c.old.Algo, c.old.Params(), c.new.Algo, c.new.Params()))
+	}
+	for _, s := range p.unload {
+		out = append(out, fmt.Sprintf("unload scheduler %s", s.Name))
+	}
+	return out, errs
+}
+
+// planNetns compares the namespace schedulers of two configurations; a
+// namespace cannot keep a scheduler the reload unloads (planSchedulers
+// planned that before).
+func planNetns(rp *reloadPlan, oldT, nextT *target) ([]string, []error) {
+	old, cfg, p := oldT.cfg, nextT.cfg, &rp.sched
+	var errs []error
 	oldNetns := map[string]string{}
 	for _, n := range old.NetnsSchedulers {
 		oldNetns[n.Netns] = n.Scheduler
 	}
 	kept := map[string]bool{}
 	for i, n := range cfg.NetnsSchedulers {
-		if unloaded[n.Scheduler] {
+		if slices.ContainsFunc(p.unload, func(s Scheduler) bool { return s.Name == n.Scheduler }) {
 			errs = append(errs, fmt.Errorf("netns_schedulers[%d].scheduler: %s is dropped from schedulers by this file and would be unloaded; keep it in schedulers or give the namespace another scheduler", i, n.Scheduler))
 		}
 		kept[n.Netns] = true
@@ -351,27 +403,14 @@ func planSched(old, cfg Config) (schedPlan, []error) {
 		}
 	}
 	p.netns = !slices.Equal(netnsList(old), netnsList(cfg))
-	return p, errs
-}
-
-func (p schedPlan) actions() []string {
 	var out []string
-	for _, s := range p.load {
-		out = append(out, fmt.Sprintf("load scheduler %s (%s)", s.Name, s.Algo))
-	}
-	for _, c := range p.replace {
-		out = append(out, fmt.Sprintf("replace scheduler %s: %s %+v -> %s %+v (unload, then load)", c.new.Name, c.old.Algo, c.old.Params(), c.new.Algo, c.new.Params()))
-	}
-	for _, s := range p.unload {
-		out = append(out, fmt.Sprintf("unload scheduler %s", s.Name))
-	}
 	for _, n := range p.set {
 		out = append(out, fmt.Sprintf("set the scheduler of netns %s: %s", nsName(n.Netns), n.Scheduler))
 	}
 	for _, n := range p.reset {
 		out = append(out, fmt.Sprintf("give netns %s the default scheduler back (was %s)", nsName(n.Netns), n.Scheduler))
 	}
-	return out
+	return out, errs
 }
 
 // reloadSchedulers brings the schedulers to cfg: a replaced entry is
@@ -450,11 +489,11 @@ func (r *running) reloadNetns(cfg Config, st *state, undo *undoStack) error {
 	return nil
 }
 
-// removeDroppedSched gives the namespaces the file dropped the default
-// scheduler back, then unloads the schedulers it dropped.
-func (r *running) removeDroppedSched(plan schedPlan) error {
-	errs := []error{resetNetns(r.se, plan.reset, r.log)}
-	for _, s := range plan.unload {
+// dropSchedulers unloads the schedulers a reload dropped (the namespaces
+// were given the default back before).
+func dropSchedulers(r *running, p reloadPlan) error {
+	var errs []error
+	for _, s := range p.sched.unload {
 		if err := r.handler.exclusive(func() error { return r.se.Unload(s.Name, r.cfg.SchedBPFFS) }); err != nil && !errors.Is(err, sched.ErrNotLoaded) {
 			errs = append(errs, fmt.Errorf("unloading scheduler %s: %w (it stays loaded; `mptcp-cc sched unload %s` removes it)", s.Name, err, s.Name))
 			continue

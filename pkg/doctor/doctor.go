@@ -75,7 +75,7 @@ func (r *report) add(f Finding) { r.findings = append(r.findings, f) }
 // Run runs every check.
 func Run(o Options) []Finding {
 	if o.PinRoot == "" {
-		o.PinRoot = "/sys/fs/bpf/mptcp-cc"
+		o.PinRoot = cc.DefaultPinRoot
 	}
 	r := &report{features: kernel.Probe(), privErr: kernel.CheckPrivileges()}
 	if r.privErr == nil {
