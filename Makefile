@@ -38,7 +38,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch
+.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch kernel-patches
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -305,7 +305,7 @@ repro-kernel-debian: deps generate
 # and -mpcc-NAME (the patch's name); each round overwrites the last, so
 # the logs (make's output) keep every round's table.
 KBUILD_PACKAGES    := gcc make flex bison bc libelf-dev libssl-dev cpio dwarves
-REPRO_ACK_PATCH    ?= scripts/kernel-patches/mptcp-rx-empty.patch
+REPRO_ACK_PATCH    ?= scripts/kernel-patches/mptcp-rx-empty/0001-mptcp-release-a-held-subflow-ack-when-the-msk-receiv.patch
 REPRO_ACK_FAIRNESS ?= rtt=40 queue=1 subflows=2 cc=tcp,mptcp1,reno,lia,olia,balia,rsf runs=3 rate=5 ackwatch=on
 REPRO_ACK_ROUNDS   ?= 2
 
@@ -318,3 +318,15 @@ repro-ack-patch: deps generate
 		MPTCP_CC_VM_KIMG="$$k" MPTCP_CC_BENCH=1 FAIRNESS_VM='$(REPRO_ACK_FAIRNESS)' flock $(REPRO_LOCK) \
 			$(GO) test -count=1 -timeout 0 -run '^TestBenchFairnessInVM$$' -v ./pkg/cc/ || exit 1; \
 	done; done
+
+# The kernel fix as a series a maintainer takes (scripts/kernel-patches/
+# mptcp-rx-empty/: git format-patch, cover letter, the fix and a selftest
+# in the style of the kernel's MPTCP selftests), checked and run again:
+# checkpatch, the control and patched kernels, and the upstream MPTCP
+# selftests with the reproducer in each kernel's VM. KERNEL_PATCH_TESTS
+# narrows the selftests (mptcp_join.sh alone takes hours without KVM).
+# Report: lab-results/kernel-patches/summary.md.
+KERNEL_PATCH_TESTS ?=
+kernel-patches: deps
+	$(call install-debs,$(KBUILD_PACKAGES) perl iptables ethtool)
+	flock $(REPRO_LOCK) scripts/kernel-patches/upstream.sh '$(KERNEL_CACHE)' lab-results/kernel-patches $(KERNEL_PATCH_TESTS)

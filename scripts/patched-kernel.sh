@@ -4,7 +4,8 @@
 # (Debian's linux-source-7.3, 7.3.4, the test kernel's own config) with
 # PATCH applied, or as it is without one (the control), and print the
 # image's path: CACHE/images/vmlinuz-7.3.4-mpcc-NAME, NAME being the
-# patch's file name without .patch, or "control". The VM tests boot it
+# patch's file name without .patch (for a patch of a git format-patch
+# series, NNNN-*.patch, its directory's name), or "control". The VM tests boot it
 # with MPTCP_CC_VM_KIMG, so a proposed kernel fix is measured against a
 # control built the same way (make repro-ack-patch).
 #
@@ -32,6 +33,9 @@ if [ -n "$patch" ]; then
 	[ -r "$patch" ] || { echo "patched-kernel: no patch at $patch" >&2; exit 1; }
 	patch=$(cd "$(dirname "$patch")" && pwd)/$(basename "$patch")
 	name=$(basename "$patch" .patch)
+	# A patch of a series (NNNN-subject.patch) is named by its series'
+	# directory: the kernel's release string has room for a short name only.
+	[[ $name =~ ^[0-9]{4}- ]] && name=$(basename "$(dirname "$patch")")
 	sum=$(sha256sum "$patch" | cut -d' ' -f1)
 else
 	name=control sum=none

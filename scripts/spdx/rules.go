@@ -85,7 +85,8 @@ var exemptNames = map[string]bool{
 var exemptExts = map[string]bool{
 	".md": true, ".json": true, ".csv": true, ".svg": true, ".txt": true,
 	".golden": true, ".patch": true,
-	".kmsg": true, // recorded kernel logs (internal/kmsg/testdata), read record by record
+	".kmsg":     true, // recorded kernel logs (internal/kmsg/testdata), read record by record
+	".expected": true, // recorded tool output compared line by line (checkpatch.expected)
 }
 
 // classify says how a tracked file carries its SPDX line: ok false means
