@@ -94,19 +94,8 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 ente
 		if (msk)
 			s->token = msk->token;
 	}
-	s->cwnd = tp->snd_cwnd;
-	s->ssthresh = tp->snd_ssthresh;
-	s->srtt_us = tp->srtt_us >> 3;
-	s->rttvar_us = tp->mdev_us >> 2;
-	s->min_rtt_us = tp->rtt_min.s[0].v;
+	mpcc_record_socket(s, sk, tp);
 	s->ca_state = now;
-	s->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
-	s->delivered = tp->delivered;
-	s->lost = tp->lost;
-	s->retrans = tp->total_retrans;
-	s->bytes_acked = tp->bytes_acked;
-	s->bytes_sent = tp->bytes_sent;
-	s->pacing_rate = sk->sk_pacing_rate;
 	s->coupled = ca->coupled;
 	s->repairs = ca->repairs;
 	if (sk->sk_pacing_status != SK_PACING_NONE) /* ours, or an fq qdisc's */

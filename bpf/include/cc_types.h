@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * cc_types.h: what the congestion controls share with user space: the
- * algorithm ids, the params map's value, the subflows map's record, the
- * connection snapshot the algorithms decide from and the trace event that
- * carries it. Included through cc_skel.h by every bpf/cc/ file; a scheduler
- * keeps its own types beside it, so nothing here is meant for bpf/sched/.
+ * params map's value, the subflows map's record (and how its socket fields
+ * are filled, mpcc_record_socket), the connection snapshot the algorithms
+ * decide from and the trace event that carries it. Included through
+ * cc_skel.h by every bpf/cc/ file; a scheduler keeps its own types beside
+ * it, so nothing here is meant for bpf/sched/.
  *
  * Go does not copy these: pkg/abi generates its types from this header
  * with bpf2go -type (bpf/abi.bpf.c names every struct and enum user space
@@ -14,6 +15,9 @@
  * Q16/Q32 fields are in cc_fixed.h.
  */
 #pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 
 /* Algorithm ids are in one table, pkg/algo (each model registers its own);
  * an object learns its id at load time (mpcc_algo_id, cc_skel.h). */
@@ -72,6 +76,28 @@ struct mpcc_subflow {
 	__u32 repairs;     /* implausible kernel-set windows replaced (cc_guard.h) */
 	__u64 updated_ns;  /* CLOCK_MONOTONIC */
 };
+
+/* The record's fields that come straight from the socket, set beside the
+ * struct so that a new one is one place: its field above and its line
+ * here (then its metric in pkg/metrics/families.go and its row in
+ * docs/metrics.md). mpcc_update (cc_obs.h) calls it on every refresh and
+ * sets the rest (token, coupled state, LISA, flags, time). */
+static __always_inline void mpcc_record_socket(struct mpcc_subflow *s, const struct sock *sk,
+					       const struct tcp_sock *tp)
+{
+	s->cwnd = tp->snd_cwnd;
+	s->ssthresh = tp->snd_ssthresh;
+	s->srtt_us = tp->srtt_us >> 3;
+	s->rttvar_us = tp->mdev_us >> 2;
+	s->min_rtt_us = tp->rtt_min.s[0].v;
+	s->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	s->delivered = tp->delivered;
+	s->lost = tp->lost;
+	s->retrans = tp->total_retrans;
+	s->bytes_acked = tp->bytes_acked;
+	s->bytes_sent = tp->bytes_sent;
+	s->pacing_rate = sk->sk_pacing_rate;
+}
 
 /* One path of the connection snapshot the algorithms see. */
 struct mpcc_path {
