@@ -16,8 +16,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // A full subflows map breaks no connection: with room for one subflow,

@@ -14,10 +14,10 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // `top` shows what a path controller holds: the PATH column (best-path on

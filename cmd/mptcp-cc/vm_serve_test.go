@@ -16,8 +16,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
-	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 // serve as an operator runs it on a kernel with the scheduler hook: a

@@ -14,12 +14,12 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // TestInVM builds mptcp-cc, boots the test kernel (the only one here with

@@ -25,10 +25,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 var app = &cli.App{

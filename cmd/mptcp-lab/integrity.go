@@ -12,10 +12,10 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	"github.com/mptcp-cc/mptcp-cc/lab/bpfreno"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/integrity"
 	"github.com/mptcp-cc/mptcp-cc/lab/runner"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // defaultArms are the arms of `make repro-kernel`: the kernel's own CCs,

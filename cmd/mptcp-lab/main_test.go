@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/runner"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 var binary string

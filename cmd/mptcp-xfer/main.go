@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 var app = (&cli.App{

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
@@ -28,8 +30,6 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // PinRoot mounts a private bpffs instance for the test and returns a pin

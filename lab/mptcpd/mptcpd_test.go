@@ -17,13 +17,13 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/lab/mptcpd"
-	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
-	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/events"
+	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

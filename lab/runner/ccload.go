@@ -11,8 +11,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 

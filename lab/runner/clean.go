@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // Everything a lab run creates is named after its run id, so that what a

@@ -19,8 +19,8 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
-	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 )
 
 // flowInst is one transfer of a repetition.

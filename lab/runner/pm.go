@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/mptcpd"
+	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 

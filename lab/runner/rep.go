@@ -12,9 +12,9 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
 // runRep runs one repetition of a case on a network of its own, which it

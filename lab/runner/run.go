@@ -22,9 +22,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // Options say how to run a scenario file.

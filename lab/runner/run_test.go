@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // newRun gives a test a run id and checks at cleanup that the run left

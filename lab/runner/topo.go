@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
 	"github.com/mptcp-cc/mptcp-cc/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
-	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 

@@ -5,8 +5,8 @@ package runner
 import (
 	"testing"
 
-	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
+	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 )
 
 // A link's aqm reaches the topology's shaping, for access and server

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/mptcpd"
+	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )

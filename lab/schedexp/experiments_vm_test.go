@@ -18,11 +18,11 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/lab/blocking"
+	"github.com/mptcp-cc/mptcp-cc/lab/schedexp"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
-	"github.com/mptcp-cc/mptcp-cc/lab/schedexp"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // TestSchedExpInVM runs the experiments selected by MPTCP_CC_SCHED_EXP

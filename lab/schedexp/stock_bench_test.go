@@ -12,10 +12,10 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/lab/blocking"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/schedexp"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 )
 
 // StockEnv configures TestBenchDAPSStock: schedexp.ParseSpec's keys reps,

@@ -28,11 +28,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/lab/cawatch"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/integrity"
-	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 )
 
 // Arm is one configuration under test.

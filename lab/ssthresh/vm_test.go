@@ -12,9 +12,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
 	"github.com/mptcp-cc/mptcp-cc/lab/bpfreno"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/ssthresh"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // vmEnv selects the ssthresh reproducer in a VM and sets how long its arms

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 )
 
 // Build, the preset of BuildMulti the tests and the demo use, keeps its

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // Differential test: the BPF programs record every decision together with

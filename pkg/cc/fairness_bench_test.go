@@ -20,16 +20,16 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/ackwatch"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
 	"github.com/mptcp-cc/mptcp-cc/lab/report"
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
-	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // The fairness matrix (make bench; docs/results/fairness.md): one MPTCP

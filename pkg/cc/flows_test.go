@@ -11,9 +11,9 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cpustat"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
 )
 
 // flow is one sender in a measured run.

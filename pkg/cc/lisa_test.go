@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // LISA: a subflow that joins a connection whose first subflow has a large

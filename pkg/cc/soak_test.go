@@ -8,8 +8,8 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // maxPlausibleWindow is far above any window these paths need (a few

@@ -8,9 +8,9 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // Every coupled CC carries a two-path MPTCP transfer: both subflows run it,

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 )
 
 // generations counts the live subflows of name by the generation of the

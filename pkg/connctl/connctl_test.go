@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/connctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // subflowsOf returns the live subflows of the connection with this token

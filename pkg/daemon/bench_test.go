@@ -24,9 +24,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // TestBenchDaemonScrape: the daemon's /metrics with 1,000 and with 10,000

@@ -18,11 +18,11 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/daemon"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // kernelBackup is the kernel's view of a namespace's MPTCP subflows:

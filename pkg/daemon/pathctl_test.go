@@ -22,9 +22,9 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // fakePaths stands for the kernel: the test reports connections through

@@ -17,11 +17,11 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/servetest"
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/policy"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -17,12 +17,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/metrics"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // serve starts a metrics server over the pins under root on 127.0.0.1:0.

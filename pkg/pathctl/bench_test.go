@@ -16,14 +16,14 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
-	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
 )
 
 // seedCell is one row of seed 004's tables: path 1's RTT and loss, path 2's.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/linkem"
-	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
-	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 )
 
 // backupFlags is the kernel's own view: which of the connection's subflows

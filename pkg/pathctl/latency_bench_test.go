@@ -13,10 +13,10 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/blocking"
-	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
 	"github.com/mptcp-cc/mptcp-cc/lab/schedexp"
-	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
+	"github.com/mptcp-cc/mptcp-cc/pkg/pathctl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sockdiag"
 )
 
 // TestBenchPreferLatency is the closest thing to DAPS (seed 001) on a

@@ -8,10 +8,10 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/netns"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // noMetrics stops the namespaces' TCP from caching ssthresh per

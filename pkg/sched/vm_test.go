@@ -10,9 +10,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // guestEnv narrows TestInVM to some TestGuest* functions: a regexp of the

@@ -9,9 +9,9 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/internal/vmtest"
+	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/schedmodel"
-	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 )
 
 // weighted on two paths of 8 Mbit/s and 40 ms RTT, weights 3:1 given by
