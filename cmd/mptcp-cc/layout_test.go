@@ -3,9 +3,10 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 )
 
 // The tree is split by what ships: pkg/ is what mptcp-cc (the binary and
@@ -13,22 +14,13 @@ import (
 // The product must not depend on the lab, or the split says nothing: no
 // package under pkg/ (tests aside) and not mptcp-cc itself imports lab/.
 func TestProductDoesNotImportLab(t *testing.T) {
-	const module = "github.com/mptcp-cc/mptcp-cc/"
-	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".", "../../pkg/...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	n := 0
-	for _, p := range strings.Fields(string(out)) {
-		if !strings.HasPrefix(p, module) {
-			continue
-		}
-		n++
-		if strings.HasPrefix(p, module+"lab/") {
+	deps := testenv.ModuleDeps(t, ".", "../../pkg/...")
+	for _, p := range deps {
+		if strings.HasPrefix(p, "lab/") {
 			t.Errorf("the product depends on %s: pkg/ and cmd/mptcp-cc may not import lab/ (move what both need into pkg/)", p)
 		}
 	}
-	if n < 10 {
-		t.Fatalf("go list named %d packages of the module: the check saw too little", n)
+	if len(deps) < 10 {
+		t.Fatalf("go list named %d packages of the module: the check saw too little", len(deps))
 	}
 }

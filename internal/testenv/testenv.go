@@ -262,3 +262,27 @@ func Make(dir string, args ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// Module is this module's import path, with the slash that starts a
+// package's path below it.
+const Module = "github.com/mptcp-cc/mptcp-cc/"
+
+// ModuleDeps lists the packages of this module that the packages named
+// by patterns (go list patterns, relative to the test's directory) are
+// built from, themselves included, as paths below Module ("pkg/cc"):
+// what the tests that keep the layout's rules check.
+func ModuleDeps(t testing.TB, patterns ...string) []string {
+	t.Helper()
+	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, patterns...)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var deps []string
+	for _, p := range strings.Fields(string(out)) {
+		if rel, ok := strings.CutPrefix(p, Module); ok {
+			deps = append(deps, rel)
+		}
+	}
+	return deps
+}
