@@ -65,8 +65,8 @@ func TestRunAccountsForEveryConnection(t *testing.T) {
 		if !a.NoJoin && a.Joins < conns/2 {
 			t.Errorf("%s: only %d of %d connections joined a second subflow", a.Name, a.Joins, conns)
 		}
-		if a.Wrong > conns/20 {
-			t.Errorf("%s: %d of %d connections with wrong bytes: far above the kernel's rate", a.Name, a.Wrong, conns)
+		if max := testkernel.KernelFaultMax(conns); a.Wrong > max {
+			t.Errorf("%s: %d of %d connections with wrong bytes: more than the kernel's worst measured rate explains (%d)", a.Name, a.Wrong, conns, max)
 		}
 		// The capture checks connection 0 on the wire (one in 1,000, and
 		// every bad one): segment by segment, against its mappings, a good
