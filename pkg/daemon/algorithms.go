@@ -148,28 +148,17 @@ func planAlgorithms(p *reloadPlan, oldT, nextT *target) ([]string, []error) {
 	if filepath.Clean(old.BPFFS) != filepath.Clean(cfg.BPFFS) {
 		errs = append(errs, fmt.Errorf("bpffs: %s is in force and the file now says %s: a reload does not move what is pinned; restart the daemon to change it (what is pinned under %s stays until unloaded)", old.BPFFS, cfg.BPFFS, old.BPFFS))
 	}
-	oldAlgos := map[string]Algorithm{}
-	for _, a := range old.Algorithms {
-		oldAlgos[a.Name] = a
-	}
-	newNames := map[string]bool{}
-	for _, a := range cfg.Algorithms {
-		newNames[a.Name] = true
-		o, ok := oldAlgos[a.Name]
+	var both [][2]Algorithm
+	p.load, both, p.unload = byName(old.Algorithms, cfg.Algorithms, func(a Algorithm) string { return a.Name })
+	for _, b := range both {
+		o, a := b[0], b[1]
 		switch {
-		case !ok:
-			p.load = append(p.load, a)
 		case o.Algo != a.Algo:
 			p.replace = append(p.replace, algoChange{o, a})
 		case o.Params() != a.Params():
 			p.update = append(p.update, algoChange{o, a})
 		default:
 			p.keep = append(p.keep, a.Name)
-		}
-	}
-	for _, a := range old.Algorithms {
-		if !newNames[a.Name] {
-			p.unload = append(p.unload, a)
 		}
 	}
 

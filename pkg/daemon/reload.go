@@ -81,6 +81,32 @@ func (p reloadPlan) actions(old, cfg Config) []string {
 	return out
 }
 
+// byName compares two lists of named entries, as each kind of resource
+// plans its reload: the entries only next has (added, in next's order),
+// the pairs both have (old and next entry of one name), and the entries
+// only old has (dropped, in old's order).
+func byName[T any](old, next []T, name func(T) string) (added []T, both [][2]T, dropped []T) {
+	olds := make(map[string]T, len(old))
+	for _, o := range old {
+		olds[name(o)] = o
+	}
+	kept := make(map[string]bool, len(next))
+	for _, n := range next {
+		kept[name(n)] = true
+		if o, ok := olds[name(n)]; ok {
+			both = append(both, [2]T{o, n})
+		} else {
+			added = append(added, n)
+		}
+	}
+	for _, o := range old {
+		if !kept[name(o)] {
+			dropped = append(dropped, o)
+		}
+	}
+	return added, both, dropped
+}
+
 // undoStack holds how to take back what a reload did so far, for when a
 // later step fails.
 type undoStack []func() error

@@ -342,26 +342,14 @@ func planSchedulers(rp *reloadPlan, oldT, nextT *target) ([]string, []error) {
 	if old.SchedBPFFS != cfg.SchedBPFFS {
 		errs = append(errs, fmt.Errorf("sched_bpffs: %s is in force and the file now says %s: a reload does not move what is pinned; restart the daemon to change it (what is pinned under %s stays until unloaded)", old.SchedBPFFS, cfg.SchedBPFFS, old.SchedBPFFS))
 	}
-	oldScheds := map[string]Scheduler{}
-	for _, s := range old.Schedulers {
-		oldScheds[s.Name] = s
-	}
-	names := map[string]bool{}
-	for _, s := range cfg.Schedulers {
-		names[s.Name] = true
-		o, ok := oldScheds[s.Name]
-		switch {
-		case !ok:
-			p.load = append(p.load, s)
-		case o.Algo != s.Algo || o.Params() != s.Params():
+	var both [][2]Scheduler
+	p.load, both, p.unload = byName(old.Schedulers, cfg.Schedulers, func(s Scheduler) string { return s.Name })
+	for _, b := range both {
+		o, s := b[0], b[1]
+		if o.Algo != s.Algo || o.Params() != s.Params() {
 			p.replace = append(p.replace, schedChange{o, s})
-		default:
+		} else {
 			p.keep = append(p.keep, s.Name)
-		}
-	}
-	for _, s := range old.Schedulers {
-		if !names[s.Name] {
-			p.unload = append(p.unload, s)
 		}
 	}
 	var out []string
