@@ -38,7 +38,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch kernel-patches
+.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix fairness-aqm matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch kernel-patches
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -148,6 +148,25 @@ fairness-matrix: deps generate
 		MPTCP_CC_BENCH=1 FAIRNESS="rtt=$$r $(FAIRNESS_MATRIX)" FAIRNESS_OUT=$(REPRO_OUT)/fairness-matrix/rtt$$r.md flock $(REPRO_LOCK) \
 			$(GO) test -count=1 -timeout 0 -run '^TestBenchFairness$$' -v ./pkg/cc/ || exit 1; \
 	done
+
+# The fairness matrix behind AQM bottlenecks (issue 30;
+# docs/results/fairness.md, "Behind AQM"): drop-tail, RED, CoDel and
+# FQ-CoDel (lab/linkem) at each RTT and subflow count, every arm, the Reno
+# reference, 5 runs per cell. One cell takes about 10 minutes (24 cells:
+# about 4 hours); each finished cell is kept in FAIRNESS_AQM_OUT and not
+# run again, so an interrupted matrix resumes where it stopped
+# (scripts/fairness-cells.sh); FAIRNESS_AQM_OUT/table.md gathers them.
+FAIRNESS_AQM_RTTS     ?= 10 40 1
+FAIRNESS_AQM_SUBFLOWS ?= 2 4
+FAIRNESS_AQM_KINDS    ?= droptail red codel fq_codel
+FAIRNESS_AQM_QUEUES   ?= 100p
+FAIRNESS_AQM          ?= ref=reno runs=5
+FAIRNESS_AQM_OUT      ?= $(REPRO_OUT)/fairness-aqm
+
+fairness-aqm: deps generate
+	GO="$(GO)" REPRO_LOCK="$(REPRO_LOCK)" OUT="$(FAIRNESS_AQM_OUT)" RTTS="$(FAIRNESS_AQM_RTTS)" \
+		SUBFLOWS="$(FAIRNESS_AQM_SUBFLOWS)" AQMS="$(FAIRNESS_AQM_KINDS)" QUEUES="$(FAIRNESS_AQM_QUEUES)" \
+		SPEC="$(FAIRNESS_AQM)" scripts/fairness-cells.sh
 
 # Long soak of loss recovery (about 11 min): the window guard's check.
 soak: deps build
