@@ -13,13 +13,21 @@
  *
  * Coupled quantity exported: a_r (Q32).
  */
+/* BALIA reads only the siblings' windows and RTTs. (cc_conn.h) */
+#define MPCC_SIBLING_READS 0
 #include "cc_skel.h"
 
 #define BALIA_A_CAP (3U << 15) /* 1.5 in Q16 */
 
 static __always_inline __s64 balia_a(__u32 s0, __u32 smax)
 {
-	return s0 ? (__s64)(((__u64)smax << 32) / s0) : ((__s64)BALIA_A_CAP << 16);
+	if (!s0)
+		return (__s64)BALIA_A_CAP << 16;
+	/* The path with the largest rate (every ACK of it): a is exactly 1,
+	 * with no division. */
+	if (s0 == smax)
+		return MPCC_ONE;
+	return (__s64)(((__u64)smax << 32) / s0);
 }
 
 __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)

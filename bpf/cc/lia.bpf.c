@@ -9,25 +9,29 @@
  *
  * Coupled quantity exported: alpha (Q32).
  */
+/* LIA reads only the siblings' windows and RTTs. (cc_conn.h) */
+#define MPCC_SIBLING_READS 0
 #include "cc_skel.h"
 
 __noinline int algo_increase(const struct mpcc_conn *c, struct mpcc_out *o)
 {
 	__u32 s[MPCC_MAX_PATHS] = {}, wsum = 0, i;
-	__s64 inc, cap;
+	struct mpcc_frac f;
+	__s64 inc;
 
 	if (!c || !o)
 		return 0;
 	mpcc_shares(c, s);
-	inc = mpcc_lia_term(c, s);
+	f = mpcc_lia_frac(c, s);
 	for (i = 0; i < MPCC_MAX_PATHS; i++) {
 		if (i >= c->n)
 			break;
 		wsum += c->p[i].cwnd;
 	}
+	inc = (__s64)(f.num / f.den);
 	o->coupled = inc * wsum; /* alpha */
-	cap = one_over_w(c->p[0].cwnd);
-	o->inc = inc < cap ? inc : cap;
+	/* min(inc, 1/w) */
+	o->inc = mpcc_frac_le_one_over_w(f, c->p[0].cwnd) ? inc : one_over_w(c->p[0].cwnd);
 	return 0;
 }
 

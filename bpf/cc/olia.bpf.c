@@ -14,6 +14,8 @@
  *
  * Coupled quantity exported: alpha_r (Q32, signed).
  */
+/* OLIA reads the siblings' windows, RTTs and loss distances l_r. (cc_conn.h) */
+#define MPCC_SIBLING_READS MPCC_READS_LOSS_BYTES
 #include "cc_skel.h"
 
 /* l_r / rtt_r^2 on a common scale (2^42 bytes/us^2), for comparisons only.

@@ -17,6 +17,8 @@
  *
  * Coupled quantity exported: f_i (Q32).
  */
+/* RSF reads only the siblings' windows and RTTs (its own queue delay is p[0]'s). (cc_conn.h) */
+#define MPCC_SIBLING_READS 0
 #include "cc_skel.h"
 
 /* f = min(1, (d - q) / q) clamped at 0, Q16 */

@@ -24,6 +24,24 @@
 
 #define TCP_ESTABLISHED 1
 
+/*
+ * What an algorithm reads of its siblings besides their windows and RTTs,
+ * which every algorithm reads. A sibling is another CPU's socket, written
+ * on each of its own ACKs, so every cache line of it read on every ACK of
+ * this subflow may have to come from that CPU: its min_rtt and the words
+ * of its loss distance are on three lines of their own (Linux 6.18) that
+ * most algorithms never look at. An algorithm file that reads less
+ * defines MPCC_SIBLING_READS before it includes cc_skel.h; the default is
+ * everything, so an algorithm sees every field until it says otherwise.
+ * A field not read is 0 in the snapshot (and in the trace); p[0], the
+ * subflow's own, always has every field.
+ */
+#define MPCC_READS_MIN_RTT 1    /* p[k].min_rtt_us of the siblings */
+#define MPCC_READS_LOSS_BYTES 2 /* p[k].loss_bytes of the siblings (OLIA's l_r) */
+#ifndef MPCC_SIBLING_READS
+#define MPCC_SIBLING_READS (MPCC_READS_MIN_RTT | MPCC_READS_LOSS_BYTES)
+#endif
+
 static __always_inline __u32 srtt_us_of(__u32 srtt8)
 {
 	__u32 srtt = srtt8 >> 3;
@@ -104,7 +122,6 @@ static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn
 		struct inet_connection_sock *sicsk;
 		struct tcp_sock *stp;
 		struct sock *ssk;
-		__u64 mark, gap;
 
 		ssk = mpcc_next_coupled(&w, sk, ops, &end, &sicsk);
 		if (end)
@@ -114,15 +131,19 @@ static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn
 		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
 		if (!stp->srtt_us || !stp->snd_cwnd)
 			continue;
-		/* The two words of the sibling's mpcc_priv that OLIA needs, read
-		 * as the socket's own fields through the rdonly cast: no helper
-		 * call per sibling on every ACK. */
-		mark = sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_mark)];
-		gap = sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_gap)];
 		p->cwnd = stp->snd_cwnd;
 		p->srtt_us = srtt_us_of(stp->srtt_us);
-		p->min_rtt_us = stp->rtt_min.s[0].v;
-		p->loss_bytes = inter_loss_bytes(stp->bytes_acked, mark, gap);
+		/* Constant conditions: the compiler drops what the algorithm
+		 * does not read. */
+		p->min_rtt_us = MPCC_SIBLING_READS & MPCC_READS_MIN_RTT ? stp->rtt_min.s[0].v : 0;
+		p->loss_bytes = 0;
+		if (MPCC_SIBLING_READS & MPCC_READS_LOSS_BYTES)
+			/* The two words of the sibling's mpcc_priv that OLIA
+			 * needs, read as the socket's own fields through the
+			 * rdonly cast: no helper call per sibling. */
+			p->loss_bytes = inter_loss_bytes(stp->bytes_acked,
+							 sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_mark)],
+							 sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_gap)]);
 		n++;
 	}
 	c->n = n;

@@ -45,6 +45,12 @@ static __always_inline __u32 mpcc_shares(const struct mpcc_conn *c, __u32 s[MPCC
 	__u64 x[MPCC_MAX_PATHS] = {}, sum = 0;
 	__u32 i, smax = 0;
 
+	/* One path has all of the rate, however its own division would
+	 * round: x << 16 / x is exactly 1, and a sum of 0 counts as 1. */
+	if (c->n == 1) {
+		s[0] = MPCC_SHARE_ONE;
+		return MPCC_SHARE_ONE;
+	}
 	for (i = 0; i < MPCC_MAX_PATHS; i++) {
 		if (i >= c->n)
 			break;
@@ -61,33 +67,60 @@ static __always_inline __u32 mpcc_shares(const struct mpcc_conn *c, __u32 s[MPCC
 	return smax;
 }
 
-/* s^2 / w in Q32: a path's coupled increase per ACK. */
-static __always_inline __s64 share2_over_w(__u32 s, __u32 w)
-{
-	return (__s64)(((__u64)s * s) / (w ? w : 1));
-}
-
 static __always_inline __s64 one_over_w(__u32 w)
 {
 	return MPCC_ONE / (w ? w : 1);
 }
 
+/* A quotient not divided yet: num / den, den >= 1. */
+struct mpcc_frac {
+	__u64 num;
+	__u32 den;
+};
+
 /*
- * The coupled increase of RFC 6356 (alpha / w_total): max_k s_k^2 / w_k, Q32.
- * With one path it is 1/w, Reno's. LIA caps it at 1/w_self; RSF uses it as
- * its floor.
+ * The coupled increase of RFC 6356 (alpha / w_total): max_k s_k^2 / w_k,
+ * as a fraction; mpcc_lia_term divides it (Q32). With one path it is 1/w,
+ * Reno's. LIA caps it at 1/w_self; RSF uses it as its floor.
+ *
+ * pkg/model's LIATerm floors each path's quotient and takes the largest.
+ * Flooring keeps the order, so that is the floor of the largest quotient:
+ * the paths are compared by cross-multiplying (s^2 <= 2^32 and w < 2^32,
+ * so s_i^2 * w_j < 2^64) and only the winner is divided, one division on
+ * every ACK instead of one per path, with the same result for every input.
  */
-static __always_inline __s64 mpcc_lia_term(const struct mpcc_conn *c, const __u32 s[MPCC_MAX_PATHS])
+static __always_inline struct mpcc_frac mpcc_lia_frac(const struct mpcc_conn *c,
+						      const __u32 s[MPCC_MAX_PATHS])
 {
-	__s64 best = 0, t;
-	__u32 i;
+	struct mpcc_frac best = {0, 1};
+	__u64 s2;
+	__u32 w, i;
 
 	for (i = 0; i < MPCC_MAX_PATHS; i++) {
 		if (i >= c->n)
 			break;
-		t = share2_over_w(s[i], c->p[i].cwnd);
-		if (t > best)
-			best = t;
+		w = c->p[i].cwnd ? c->p[i].cwnd : 1;
+		s2 = (__u64)s[i] * s[i];
+		if (s2 * best.den > best.num * w) { /* s2 / w > num / den */
+			best.num = s2;
+			best.den = w;
+		}
 	}
 	return best;
+}
+
+static __always_inline __s64 mpcc_lia_term(const struct mpcc_conn *c, const __u32 s[MPCC_MAX_PATHS])
+{
+	struct mpcc_frac f = mpcc_lia_frac(c, s);
+
+	return (__s64)(f.num / f.den);
+}
+
+/* Whether f <= 1/w (w 0 counting as 1, as in one_over_w), by
+ * cross-multiplying (num <= 2^32, w < 2^32, den < 2^32): then
+ * floor(f) <= one_over_w(w) too, since flooring keeps the order, and
+ * min(floor(f), one_over_w(w)) needs no second division. */
+static __always_inline bool mpcc_frac_le_one_over_w(struct mpcc_frac f, __u32 w)
+{
+	return f.num * (w ? w : 1) <= (__u64)f.den << 32;
 }

@@ -107,6 +107,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 ente
 	s->updated_ns = bpf_ktime_get_ns();
 	ca->shown_us = tp->tcp_mstamp;
 	ca->shown_npaths = s->npaths;
+	ca->lisa = mpcc_params()->lisa;
 }
 
 /* How old the record may grow between cong_avoid's refreshes. Readers
@@ -124,6 +125,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 ente
  * socket's own clock of this ACK (tcp_mstamp: no helper call), at once
  * when the coupled path count changed (a subflow joined or left), and on
  * every ACK under LISA, whose debts (mpcc_lisa_repay) wait for no timer.
+ * Everything it reads is in the socket (the flag too: mpcc_priv.lisa).
  */
 static __always_inline void mpcc_refresh(struct sock *sk, __u32 npaths)
 {
@@ -131,7 +133,7 @@ static __always_inline void mpcc_refresh(struct sock *sk, __u32 npaths)
 	const struct mpcc_priv *ca = mpcc_ca(sk);
 
 	if (tp->tcp_mstamp - ca->shown_us >= MPCC_REFRESH_US ||
-	    (npaths && npaths != ca->shown_npaths) || mpcc_params()->lisa)
+	    (npaths && npaths != ca->shown_npaths) || ca->lisa)
 		mpcc_update(sk, npaths, MPCC_STATE_NOW);
 }
 

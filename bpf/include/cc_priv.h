@@ -13,10 +13,8 @@
 #include <bpf/bpf_helpers.h>
 
 struct mpcc_priv {
-	__u64 id;          /* key in the subflows map, 0 until init */
+	/* Written by the subflow's own callbacks on its ACKs. */
 	__s64 acc;         /* Q32 fraction of a packet not yet added to cwnd */
-	__u64 loss_mark;   /* bytes_acked at the last loss (OLIA) */
-	__u64 loss_gap;    /* bytes acked between the last two losses (OLIA) */
 	__s64 coupled;     /* last coupled quantity, Q32 */
 	__u32 wmax;        /* largest window this subflow has had, packets */
 	__u32 repairs;     /* implausible windows replaced (cc_guard.h) */
@@ -25,6 +23,22 @@ struct mpcc_priv {
 	 * (cc_obs.h, mpcc_refresh). */
 	__u64 shown_us;    /* tp->tcp_mstamp at the last refresh, us */
 	__u32 shown_npaths;
+	/* params.lisa as of the last refresh: cong_avoid reads it on every
+	 * ACK, and the params map's line is rarely in cache by then (on the
+	 * goodput bench, that one read was about a third of the callback's
+	 * time). An update in place reaches the subflow with its record's
+	 * next refresh, within MPCC_REFRESH_US of its ACKs. */
+	__u32 lisa;
+	/* Siblings read the words below on every one of their ACKs (OLIA's
+	 * l_r; LISA's donor id), from another CPU. They are written only at
+	 * init and on a loss, and kept 48 bytes in, apart from the words
+	 * written on every ACK: on Linux 6.18 icsk_ca_priv starts 16 bytes
+	 * into a cache line, so they sit on the next line and a sibling's
+	 * read does not pull the line this subflow writes on every ACK. */
+	__u32 unused[2];
+	__u64 id;          /* key in the subflows map, 0 until init */
+	__u64 loss_mark;   /* bytes_acked at the last loss (OLIA) */
+	__u64 loss_gap;    /* bytes acked between the last two losses (OLIA) */
 };
 
 /* The index in icsk_ca_priv (an array of u64) of a u64 field of
@@ -35,6 +49,7 @@ _Static_assert(sizeof(struct mpcc_priv) <= sizeof(((struct inet_connection_sock 
 	       "mpcc_priv must fit in icsk_ca_priv");
 /* The words siblings read must start on a word, or MPCC_PRIV_WORD would
  * round down to the wrong one. */
+_Static_assert(__builtin_offsetof(struct mpcc_priv, id) == 48, "the words siblings read start 48 bytes in");
 _Static_assert(__builtin_offsetof(struct mpcc_priv, id) % sizeof(__u64) == 0 &&
 		       __builtin_offsetof(struct mpcc_priv, loss_mark) % sizeof(__u64) == 0 &&
 		       __builtin_offsetof(struct mpcc_priv, loss_gap) % sizeof(__u64) == 0,

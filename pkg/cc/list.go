@@ -100,7 +100,8 @@ func openPinned(root, name, what string) (*ebpf.Map, error) {
 }
 
 // SetParams changes the parameters of a loaded congestion control; running
-// subflows see them on their next ACK.
+// subflows see them on their next ACK (lisa with their record's next
+// refresh, within a millisecond of their ACKs: bpf/include/cc_priv.h).
 func SetParams(root, name string, p Params) error {
 	m, err := OpenParams(root, name)
 	if err != nil {

@@ -69,7 +69,7 @@ func pinnedAlgorithms(root string) (map[string]cc.Loaded, error) {
 // setUpAlgorithm loads algorithms[i], or adopts it when a previous run (or
 // `mptcp-cc load`) left it pinned: same algorithm, same parameters: nothing
 // to do; other parameters: they are updated in place (running subflows see
-// them at their next ACK); another algorithm under that name: an error.
+// them at their next ACK, cc.SetParams); another algorithm under that name: an error.
 // Pinned by another build of mptcp-cc, it is upgraded in place first when
 // adopt is upgrade, and kept with a warning otherwise. Adoptions are logged
 // at adopted (a reload adopts what it keeps, which is not news).

@@ -134,6 +134,8 @@ func oneOverW(w uint32) int64 {
 }
 
 // LIATerm is mpcc_lia_term: max_k s_k^2 / w_k, RFC 6356's alpha / w_total.
+// The BPF finds the largest quotient by cross-multiplying and divides only
+// it (cc_fixed.h); TestLIAFracIsLIATerm holds the two equal.
 func LIATerm(c Conn, s []uint32) int64 {
 	var best int64
 	for i, p := range c.Paths {
