@@ -128,7 +128,8 @@ type Multi struct {
 const (
 	// chainPref is the priority of the chained paths' rules, ahead of the
 	// rules by source subnet (which get the kernel's default priorities,
-	// just below the main table's 32766).
+	// counting down from the main table's 32766, as long as every one of
+	// them is added before the first rule with a priority).
 	chainPref    = 1000
 	maxInstances = 240
 	maxPaths     = 8
@@ -330,6 +331,10 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 
 	// Hosts.
 	bounce := map[int]bool{} // links that send chained paths back to RA
+	// The chained paths' rules go in last: a rule added without a
+	// priority gets one less than the first rule's, so a rule by source
+	// added after them would come first and loop the packets on link j.
+	var raChain, rcChain []string
 	for h, hc := range cfg.Hosts {
 		for inst, ns := range m.Hosts[h] {
 			k := m.base[h] + inst
@@ -350,8 +355,8 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 				back := j // the link RC returns the path's ACKs over
 				if i < len(hc.Then) && hc.Then[i] >= 0 {
 					back = hc.Then[i]
-					raBatch = append(raBatch, fmt.Sprintf("rule add pref %d iif l%d from %s table %d", chainPref, j, subnet, 200+back))
-					rcBatch = append(rcBatch, fmt.Sprintf("rule add pref %d iif l%d from %s table %d", chainPref, j, subnet, 300+j))
+					raChain = append(raChain, fmt.Sprintf("rule add pref %d iif l%d from %s table %d", chainPref, j, subnet, 200+back))
+					rcChain = append(rcChain, fmt.Sprintf("rule add pref %d iif l%d from %s table %d", chainPref, j, subnet, 300+j))
 					if !bounce[j] {
 						bounce[j] = true
 						rcBatch = append(rcBatch, fmt.Sprintf("route add default via %s dev l%d table %d", a.raLink(j), j, 300+j))
@@ -375,10 +380,10 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 			}
 		}
 	}
-	if err := ipBatch(m.RouterA, raBatch); err != nil {
+	if err := ipBatch(m.RouterA, append(raBatch, raChain...)); err != nil {
 		return nil, err
 	}
-	if err := ipBatch(m.RouterC, rcBatch); err != nil {
+	if err := ipBatch(m.RouterC, append(rcBatch, rcChain...)); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -123,14 +123,16 @@ func TestMultiBuildRouteClose(t *testing.T) {
 
 // A chained path crosses both its links: a transfer over it shows on the
 // counters of each (the first an emulated link, whose reverse direction
-// carries the data back to the access router, the second a tbf one).
+// carries the data back to the access router, the second a tbf one). Two
+// instances: the rules of the second once came after the first's chained
+// rule and sent its packets round link x forever.
 func TestMultiChainedPath(t *testing.T) {
 	testenv.RequireRoot(t)
 	prefix := testenv.Unique("mpcc-mc")
 	t.Cleanup(func() { topo.CleanPrefix(prefix) })
 	m, err := topo.BuildMulti(topo.MultiConfig{
 		Prefix: prefix,
-		Hosts:  []topo.HostConfig{{Name: "h", Paths: []int{1, 0}, Then: []int{-1, 1}}},
+		Hosts:  []topo.HostConfig{{Name: "h", Count: 2, Paths: []int{1, 0}, Then: []int{-1, 1}}},
 		Links: []topo.LinkConfig{
 			{Name: "x", Shaping: topo.Shaping{RateBits: 50e6, Delay: 2 * time.Millisecond}},
 			{Name: "t", Shaping: topo.Shaping{RateBits: 50e6}},
@@ -147,22 +149,25 @@ func TestMultiChainedPath(t *testing.T) {
 	}
 	defer srv.Close()
 	const n = 1 << 20
-	before := [2]topo.LinkCounters{}
-	for j := range before {
-		before[j], _ = m.AccessLinkStats(j)
-	}
-	res, err := xfer.Run(xfer.Options{NS: m.Hosts[0][0], Local: m.HostAddr(0, 0, 1), Remote: srv.Addr(), Bytes: n})
-	if err != nil {
-		t.Fatalf("transfer over the chained path: %v", err)
-	}
-	testkernel.Receipt(t, "transfer", res, n)
-	for j, name := range []string{"x", "t"} {
-		after, err := m.AccessLinkStats(j)
-		if err != nil {
-			t.Fatal(err)
+	for inst, ns := range m.Hosts[0] {
+		before := [2]topo.LinkCounters{}
+		for j := range before {
+			before[j], _ = m.AccessLinkStats(j)
 		}
-		if d := after.SentBytes - before[j].SentBytes; d < n {
-			t.Errorf("link %s carried %d bytes of the %d sent over x+t", name, d, n)
+		res, err := xfer.Run(xfer.Options{NS: ns, Local: m.HostAddr(0, inst, 1), Remote: srv.Addr(), Bytes: n})
+		if err != nil {
+			t.Errorf("instance %d: transfer over the chained path: %v", inst, err)
+			continue
+		}
+		testkernel.Receipt(t, "transfer", res, n)
+		for j, name := range []string{"x", "t"} {
+			after, err := m.AccessLinkStats(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := after.SentBytes - before[j].SentBytes; d < n {
+				t.Errorf("instance %d: link %s carried %d bytes of the %d sent over x+t", inst, name, d, n)
+			}
 		}
 	}
 }
