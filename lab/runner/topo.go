@@ -48,8 +48,22 @@ func TopoConfig(sc *scenario.Scenario, rep int, prefix string) (topo.MultiConfig
 		}
 		return sh, nil
 	}
+	// A chained path's base RTT is twice both its links' delays (lab/topo):
+	// the largest through either of its links sizes their BDP queues.
+	rtt := make([]time.Duration, len(sc.Links))
 	for j, l := range sc.Links {
-		sh, err := shaping(l, linkSeed(sc.Seed, rep, j), 2*(l.Delay+maxServer))
+		rtt[j] = 2 * (l.Delay + maxServer)
+	}
+	for _, h := range sc.Hosts {
+		for _, p := range h.Paths {
+			if p.ThenIndex >= 0 {
+				r := 2 * (sc.Links[p.LinkIndex].Delay + sc.Links[p.ThenIndex].Delay + maxServer)
+				rtt[p.LinkIndex], rtt[p.ThenIndex] = max(rtt[p.LinkIndex], r), max(rtt[p.ThenIndex], r)
+			}
+		}
+	}
+	for j, l := range sc.Links {
+		sh, err := shaping(l, linkSeed(sc.Seed, rep, j), rtt[j])
 		if err != nil {
 			return cfg, err
 		}
@@ -72,6 +86,7 @@ func TopoConfig(sc *scenario.Scenario, rep int, prefix string) (topo.MultiConfig
 		for _, p := range h.Paths {
 			hc.Paths = append(hc.Paths, p.LinkIndex)
 			hc.Backup = append(hc.Backup, p.Backup)
+			hc.Then = append(hc.Then, p.ThenIndex)
 		}
 		cfg.Hosts = append(cfg.Hosts, hc)
 	}
@@ -89,7 +104,7 @@ func instances(sc *scenario.Scenario, n *topo.Multi, ccs *CCSet) []*flowInst {
 		for inst := range h.Count {
 			paths := map[netip.Addr]string{}
 			for i, p := range h.Paths {
-				paths[n.HostAddr(f.Host, inst, i)] = p.Link
+				paths[n.HostAddr(f.Host, inst, i)] = p.Name()
 			}
 			for c := range f.Count {
 				idx := inst*f.Count + c

@@ -57,6 +57,7 @@ type rawHost struct {
 
 type rawPath struct {
 	Link   string `yaml:"link"`
+	Then   string `yaml:"then"`
 	Backup bool   `yaml:"backup"`
 }
 

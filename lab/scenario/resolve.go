@@ -210,7 +210,18 @@ func resolveHost(e *errList, name string, rh rawHost, n *yaml.Node, p string, li
 		if !ok {
 			e.add(fieldNode(n, "paths"), fmt.Sprintf("%s.paths[%d]", p, i), "link %q is not defined (links: %s)", rp.Link, strings.Join(keys(links), ", "))
 		}
-		h.Paths = append(h.Paths, HostPath{Link: rp.Link, LinkIndex: j, Backup: rp.Backup})
+		hp := HostPath{Link: rp.Link, LinkIndex: j, Then: rp.Then, ThenIndex: -1, Backup: rp.Backup}
+		if rp.Then != "" {
+			t, ok := links[rp.Then]
+			switch {
+			case !ok:
+				e.add(fieldNode(n, "paths"), fmt.Sprintf("%s.paths[%d].then", p, i), "link %q is not defined (links: %s)", rp.Then, strings.Join(keys(links), ", "))
+			case rp.Then == rp.Link:
+				e.add(fieldNode(n, "paths"), fmt.Sprintf("%s.paths[%d].then", p, i), "%q is the path's own link: name another link, or leave then out", rp.Then)
+			}
+			hp.ThenIndex = t
+		}
+		h.Paths = append(h.Paths, hp)
 	}
 	resolveHostMPTCP(e, &h, rh, fieldNode(n, "mptcp"), p+".mptcp")
 	return h

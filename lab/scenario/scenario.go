@@ -77,11 +77,22 @@ type Host struct {
 	AddAddrAccepted int
 }
 
-// HostPath is one interface of a host and the access link it crosses.
+// HostPath is one interface of a host and the access link it crosses,
+// and for a chained path the second link it crosses after the first.
 type HostPath struct {
 	Link      string
 	LinkIndex int
+	Then      string // "": one link
+	ThenIndex int    // -1: one link
 	Backup    bool
+}
+
+// Name names the path by its links: "wifi", or "x+t" for a chained path.
+func (p HostPath) Name() string {
+	if p.Then == "" {
+		return p.Link
+	}
+	return p.Link + "+" + p.Then
 }
 
 // Flow is a group of identical transfers: Count from every instance of

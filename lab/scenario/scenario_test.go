@@ -221,6 +221,8 @@ var badEdits = []struct {
 	{"unknown field", "rate: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}->rat: 10Mbit, delay: 20ms, loss: 1%, queue: 1bdp}",
 		[]string{"x.yaml:4", "links.a.rat", "unknown field", "rate, delay"}},
 	{"undefined link", "paths: [a, {link: b->paths: [a, {link: c", []string{"hosts.h.paths[1]", `link "c" is not defined`, "a, b"}},
+	{"undefined then-link", "paths: [a, {link: b->paths: [a, {then: c, link: b", []string{"hosts.h.paths[1].then", `link "c" is not defined`}},
+	{"then-link is the path's own", "paths: [a, {link: b->paths: [a, {then: b, link: b", []string{"hosts.h.paths[1].then", "the path's own link"}},
 	{"bad rate", "b: {rate: 5Mbit}->b: {rate: 5MB}", []string{"links.b.rate", "bits"}},
 	{"loss", "loss: 1%->loss: 120%", []string{"links.a.loss", "outside [0, 1]"}},
 	{"both sizes", "bytes: 1MB->bytes: 1MB, duration: 2s", []string{"flows.g", "bytes or duration, not both"}},

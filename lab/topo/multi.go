@@ -41,6 +41,15 @@ import (
 // per path, table 100+i); RA sends a path's packets onto its link by source
 // subnet (table 200+j); RC returns them over the same link by destination.
 //
+// A chained path (HostConfig.Then) crosses two access links, j then t, so
+// that its traffic takes capacity on both (a path through two providers'
+// bottlenecks, as in Khalili's scenario B). RC sends what arrives from such
+// a path on link j back to RA over link j's reverse direction (table 300+j),
+// RA puts it on link t (a rule on the incoming device, before the rules by
+// source), and RC returns the ACKs over link t. Its data crosses link j's
+// delay twice and link t's once, its ACKs link t's: the base RTT is twice
+// the sum of both links' one-way delays (and the server link's).
+//
 // Namespaces are named PREFIX-SUFFIX-hK (host instances, numbered across all
 // hosts), -ra, -rc and -sM, so every leftover of a build can be found by its
 // prefix (CleanPrefix).
@@ -55,6 +64,9 @@ type HostConfig struct {
 	Paths []int
 	// Backup marks paths whose MPTCP endpoint gets the backup flag.
 	Backup []bool
+	// Then makes path i a chained path when Then[i] >= 0: after its link
+	// Paths[i] it crosses link Then[i] too. -1, or no entry: one link.
+	Then []int
 	// Endpoints: "subflow" (default): every path but the first is a
 	// subflow endpoint, so an MPTCP connection from path 0 opens one
 	// subflow per path; "fullmesh": the same with the fullmesh flag;
@@ -114,6 +126,11 @@ type Multi struct {
 }
 
 const (
+	// chainPref is the priority of the chained paths' rules, ahead of the
+	// rules by source subnet (which get the kernel's default priorities,
+	// counting down from the main table's 32766, as long as every one of
+	// them is added before the first rule with a priority).
+	chainPref    = 1000
 	maxInstances = 240
 	maxPaths     = 8
 	maxLinks     = 64
@@ -170,6 +187,14 @@ func (c MultiConfig) validate() error {
 		for i, j := range hc.Paths {
 			if j < 0 || j >= len(c.Links) {
 				return fmt.Errorf("host %q path %d crosses link %d, which does not exist", hc.Name, i, j)
+			}
+		}
+		if len(hc.Then) > len(hc.Paths) {
+			return fmt.Errorf("host %q: %d chained links for %d paths", hc.Name, len(hc.Then), len(hc.Paths))
+		}
+		for i, t := range hc.Then {
+			if t < -1 || t >= len(c.Links) || t == hc.Paths[i] {
+				return fmt.Errorf("host %q path %d: then-link %d must be another existing link than %d, or -1 for none", hc.Name, i, t, hc.Paths[i])
 			}
 		}
 		if len(hc.Backup) > len(hc.Paths) {
@@ -305,6 +330,11 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 	}
 
 	// Hosts.
+	bounce := map[int]bool{} // links that send chained paths back to RA
+	// The chained paths' rules go in last: a rule added without a
+	// priority gets one less than the first rule's, so a rule by source
+	// added after them would come first and loop the packets on link j.
+	var raChain, rcChain []string
 	for h, hc := range cfg.Hosts {
 		for inst, ns := range m.Hosts[h] {
 			k := m.base[h] + inst
@@ -322,7 +352,17 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 					hb = append(hb, fmt.Sprintf("route add default via %s dev p0", a.raHost(k, 0)))
 				}
 				raBatch = append(raBatch, fmt.Sprintf("rule add from %s table %d", subnet, 200+j))
-				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev l%d", subnet, a.raLink(j), j))
+				back := j // the link RC returns the path's ACKs over
+				if i < len(hc.Then) && hc.Then[i] >= 0 {
+					back = hc.Then[i]
+					raChain = append(raChain, fmt.Sprintf("rule add pref %d iif l%d from %s table %d", chainPref, j, subnet, 200+back))
+					rcChain = append(rcChain, fmt.Sprintf("rule add pref %d iif l%d from %s table %d", chainPref, j, subnet, 300+j))
+					if !bounce[j] {
+						bounce[j] = true
+						rcBatch = append(rcBatch, fmt.Sprintf("route add default via %s dev l%d table %d", a.raLink(j), j, 300+j))
+					}
+				}
+				rcBatch = append(rcBatch, fmt.Sprintf("route add %s via %s dev l%d", subnet, a.raLink(back), back))
 			}
 			subflows, accepted := hc.MaxSubflows, hc.AddAddrAccepted
 			if subflows == 0 {
@@ -340,10 +380,10 @@ func BuildMulti(cfg MultiConfig) (m *Multi, err error) {
 			}
 		}
 	}
-	if err := ipBatch(m.RouterA, raBatch); err != nil {
+	if err := ipBatch(m.RouterA, append(raBatch, raChain...)); err != nil {
 		return nil, err
 	}
-	if err := ipBatch(m.RouterC, rcBatch); err != nil {
+	if err := ipBatch(m.RouterC, append(rcBatch, rcChain...)); err != nil {
 		return nil, err
 	}
 	return m, nil

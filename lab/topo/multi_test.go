@@ -121,6 +121,57 @@ func TestMultiBuildRouteClose(t *testing.T) {
 	}
 }
 
+// A chained path crosses both its links: a transfer over it shows on the
+// counters of each (the first an emulated link, whose reverse direction
+// carries the data back to the access router, the second a tbf one). Two
+// instances: the rules of the second once came after the first's chained
+// rule and sent its packets round link x forever.
+func TestMultiChainedPath(t *testing.T) {
+	testenv.RequireRoot(t)
+	prefix := testenv.Unique("mpcc-mc")
+	t.Cleanup(func() { topo.CleanPrefix(prefix) })
+	m, err := topo.BuildMulti(topo.MultiConfig{
+		Prefix: prefix,
+		Hosts:  []topo.HostConfig{{Name: "h", Count: 2, Paths: []int{1, 0}, Then: []int{-1, 1}}},
+		Links: []topo.LinkConfig{
+			{Name: "x", Shaping: topo.Shaping{RateBits: 50e6, Delay: 2 * time.Millisecond}},
+			{Name: "t", Shaping: topo.Shaping{RateBits: 50e6}},
+		},
+		Servers: []topo.ServerConfig{{Name: "s"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	srv, err := xfer.Listen(m.Servers[0], netip.AddrPortFrom(m.ServerAddr(0), 0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	const n = 1 << 20
+	for inst, ns := range m.Hosts[0] {
+		before := [2]topo.LinkCounters{}
+		for j := range before {
+			before[j], _ = m.AccessLinkStats(j)
+		}
+		res, err := xfer.Run(xfer.Options{NS: ns, Local: m.HostAddr(0, inst, 1), Remote: srv.Addr(), Bytes: n})
+		if err != nil {
+			t.Errorf("instance %d: transfer over the chained path: %v", inst, err)
+			continue
+		}
+		testkernel.Receipt(t, "transfer", res, n)
+		for j, name := range []string{"x", "t"} {
+			after, err := m.AccessLinkStats(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := after.SentBytes - before[j].SentBytes; d < n {
+				t.Errorf("instance %d: link %s carried %d bytes of the %d sent over x+t", inst, name, d, n)
+			}
+		}
+	}
+}
+
 func TestMultiValidate(t *testing.T) {
 	for _, c := range []struct {
 		cfg  topo.MultiConfig
@@ -130,6 +181,8 @@ func TestMultiValidate(t *testing.T) {
 		{topo.MultiConfig{Hosts: []topo.HostConfig{{Name: "a", Paths: []int{1}}}, Links: []topo.LinkConfig{{}}, Servers: []topo.ServerConfig{{}}}, "link 1, which does not exist"},
 		{topo.MultiConfig{Hosts: []topo.HostConfig{{Name: "a", Paths: []int{0}, Count: 300}}, Links: []topo.LinkConfig{{}}, Servers: []topo.ServerConfig{{}}}, "at most 240"},
 		{topo.MultiConfig{Hosts: []topo.HostConfig{{Name: "a", Paths: []int{0}, Endpoints: "signal"}}, Links: []topo.LinkConfig{{}}, Servers: []topo.ServerConfig{{}}}, "endpoints"},
+		{topo.MultiConfig{Hosts: []topo.HostConfig{{Name: "a", Paths: []int{0}, Then: []int{0}}}, Links: []topo.LinkConfig{{}}, Servers: []topo.ServerConfig{{}}}, "then-link 0"},
+		{topo.MultiConfig{Hosts: []topo.HostConfig{{Name: "a", Paths: []int{0}, Then: []int{2}}}, Links: []topo.LinkConfig{{}, {}}, Servers: []topo.ServerConfig{{}}}, "then-link 2"},
 	} {
 		_, err := topo.BuildMulti(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
