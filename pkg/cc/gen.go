@@ -10,6 +10,7 @@ import "embed"
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types -tags mptcpcc_bindings olia ../../bpf/cc/olia.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types -tags mptcpcc_bindings balia ../../bpf/cc/balia.bpf.c
 //go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types -tags mptcpcc_bindings rsf ../../bpf/cc/rsf.bpf.c
+//go:generate go tool bpf2go -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I../../bpf/include" -target bpfel -no-global-types -tags mptcpcc_bindings wvegas ../../bpf/cc/wvegas.bpf.c
 
 // objects are what the lines above compile, found by name (NAME_bpfel.o,
 // NAME the algorithm's name in pkg/algo's table). The Go bindings bpf2go

@@ -39,10 +39,37 @@ func TestTable(t *testing.T) {
 		{"rsf queue at target", RSF{}, conn(Path{Cwnd: 10, SRTTUs: 60000, MinRTTUs: 50000}, Path{Cwnd: 10, SRTTUs: 60000, MinRTTUs: 50000}), 1.0 / 40},
 		// RSF with q = 2/3 d: f = (d-q)/q = 1/2: own 1/20 beats LIA's 1/40.
 		{"rsf queue two thirds", RSF{}, conn(Path{Cwnd: 10, SRTTUs: 56667, MinRTTUs: 50000}, Path{Cwnd: 10, SRTTUs: 56667, MinRTTUs: 50000}), 0.5 / 10},
+		// wVegas, one path: Reno, even with a queue that would cut it.
+		{"wvegas single", WVegas{}, conn(Path{Cwnd: 40, SRTTUs: 100000, MinRTTUs: 50000}), 1.0 / 40},
+		// Two equal paths: alpha = max(2, 10/2) = 5. w = 10, srtt 60 ms over
+		// base 50 ms: diff = 10 * 10/60 = 1 < 5, +1/w.
+		{"wvegas two equal, short queue", WVegas{}, conn(Path{Cwnd: 10, SRTTUs: 60000, MinRTTUs: 50000}, Path{Cwnd: 10, SRTTUs: 60000, MinRTTUs: 50000}), 1.0 / 10},
+		// w = 40 at 60 ms over 50 ms: diff = 40/6 = 6 > 5, -1/w.
+		{"wvegas two equal, above alpha", WVegas{}, conn(Path{Cwnd: 40, SRTTUs: 60000, MinRTTUs: 50000}, Path{Cwnd: 40, SRTTUs: 60000, MinRTTUs: 50000}), -1.0 / 40},
+		// w = 30 at 60 ms over 50 ms: diff = 5 = alpha, hold.
+		{"wvegas two equal, at alpha", WVegas{}, conn(Path{Cwnd: 30, SRTTUs: 60000, MinRTTUs: 50000}, Path{Cwnd: 30, SRTTUs: 60000, MinRTTUs: 50000}), 0},
+		// Queue = base (srtt 100 ms over 50 ms), w = 40: diff 20 > 5, drain:
+		// 1 - 50/(2*100) = 3/4 packet per ACK.
+		{"wvegas drain", WVegas{}, conn(Path{Cwnd: 40, SRTTUs: 100000, MinRTTUs: 50000}, Path{Cwnd: 40, SRTTUs: 100000, MinRTTUs: 50000}), -0.75},
+		// A decrease needs diff > alpha >= 2, and diff < w: a window of 3
+		// or less never shrinks, however long the queue (here diff 2 = alpha).
+		{"wvegas floor", WVegas{}, conn(Path{Cwnd: 3, SRTTUs: 100000, MinRTTUs: 1000}, Path{Cwnd: 300, SRTTUs: 100000, MinRTTUs: 1000}), 0},
+		// The weight: at equal RTTs, windows 18 and 72 are rate shares 1/5
+		// and 4/5, alpha 2 (10/5) and 7 (8, less the Q16 share's floor).
+		// At a backlog of 3 packets each, the small one shrinks and the
+		// large one grows: 18 * 10/60 = 3 and 72 * 2.5/60 = 3.
+		{"wvegas small share", WVegas{}, conn(Path{Cwnd: 18, SRTTUs: 60000, MinRTTUs: 50000}, Path{Cwnd: 72, SRTTUs: 60000, MinRTTUs: 57500}), -1.0 / 18},
+		{"wvegas large share", WVegas{}, conn(Path{Cwnd: 72, SRTTUs: 60000, MinRTTUs: 57500}, Path{Cwnd: 18, SRTTUs: 60000, MinRTTUs: 50000}), 1.0 / 72},
 	}
 	for _, tc := range tests {
 		got := q32(tc.a.Increase(tc.c).Inc)
-		if math.Abs(got-tc.inc) > 1e-3*tc.inc {
+		if tc.inc == 0 {
+			if got != 0 {
+				t.Errorf("%s: increase %.6f, want 0", tc.name, got)
+			}
+			continue
+		}
+		if math.Abs(got-tc.inc) > 1e-3*math.Abs(tc.inc) {
 			t.Errorf("%s: increase %.6f, want %.6f", tc.name, got, tc.inc)
 		}
 	}

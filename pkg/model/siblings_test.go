@@ -15,10 +15,11 @@ import (
 // another CPU's socket on every ACK. An algorithm not listed reads every
 // field (the default there) and is not checked.
 var siblingReads = map[string]struct{ minRTT, lossBytes bool }{
-	"lia":   {},
-	"olia":  {lossBytes: true},
-	"balia": {},
-	"rsf":   {},
+	"lia":    {},
+	"olia":   {lossBytes: true},
+	"balia":  {},
+	"rsf":    {},
+	"wvegas": {},
 }
 
 // An algorithm decides the same whether or not the snapshot holds the
