@@ -58,6 +58,12 @@ type Info struct {
 	// Coupled (congestion controls) is what the exported coupled quantity
 	// is (the subflow record's coupled field).
 	Coupled string
+	// DelayBased (congestion controls) marks an algorithm that backs off
+	// on queueing delay before any loss, as Vegas does. Next to loss-based
+	// TCP on a shared drop-tail queue it takes less than one TCP share by
+	// design (it yields the queue the loss-based flow fills), so RFC 6356's
+	// "no less than one TCP flow" is not what it is checked against.
+	DelayBased bool
 	// Params (congestion controls) are the load-time parameters of its own
 	// it reads, of those only some algorithms read (pkg/cc's Param names;
 	// the other parameters every algorithm reads).

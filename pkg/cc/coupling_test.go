@@ -53,7 +53,13 @@ func bdpBytes(rate float64) uint32 { return uint32(rate / 8 * (2 * oneWay).Secon
 // far below the goal (docs/results/fairness.md measures the cells where
 // the kernel keeps the subflows under it), but it fails a collapse like
 // the one issue 12 measured on 4 subflows at 1 ms (OLIA 0.24 to 0.41),
-// with room under the lowest mean seen here (OLIA 0.57).
+// with room under the lowest mean seen here (OLIA 0.57; 0.45, runs of
+// 0.30-0.58, in a run beside other sessions' work on 2026-11-28).
+//
+// A delay-based CC (wVegas) backs off on the queue the TCP flow fills, so
+// it takes less than one share by design: measured 0.33-0.35 (2026-11-28,
+// three runs). Its bound is 0.2: it must not starve, nor take more than
+// uncoupled Reno.
 func TestCouplingSharedBottleneck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: measured transfers")
@@ -83,7 +89,11 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 	for _, a := range cc.Algorithms() {
 		r := measure(testkernel.Load(t, root, a.Name, cc.Params{RSFTarget: cc.DefaultRSFTarget}))
 		m.check(r <= 1.5 && r < reno, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want <= 1.5 and less than uncoupled Reno's %.2fx", a.Name, r, reno)
-		m.check(r >= 0.4, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want >= 0.4: a coupled CC must not starve its connection (RFC 6356's second goal is 1)", a.Name, r)
+		least := 0.4
+		if a.DelayBased {
+			least = 0.2 // it yields the queue by design (algo.Info.DelayBased)
+		}
+		m.check(r >= least, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want >= %.1f: a coupled CC must not starve its connection (RFC 6356's second goal is 1)", a.Name, r, least)
 	}
 }
 

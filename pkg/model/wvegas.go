@@ -5,7 +5,7 @@ package model
 import "github.com/mptcp-cc/mptcp-cc/pkg/algo"
 
 func init() {
-	register(WVegas{}, algo.Info{ID: 5, Summary: "Weighted Vegas, delay-based (Cao, Xu, Fu)", Coupled: "alpha"})
+	register(WVegas{}, algo.Info{ID: 5, Summary: "Weighted Vegas, delay-based (Cao, Xu, Fu)", Coupled: "alpha", DelayBased: true})
 }
 
 // Constants of bpf/cc/wvegas.bpf.c, in packets.
