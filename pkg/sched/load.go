@@ -41,7 +41,7 @@ func Load(a Algorithm, opts Options) error {
 	if opts.Params.Trace {
 		raw.Trace = 1
 	}
-	return family.Load(a.Info, name, opts.PinRoot, raw, structops.Build{}, nil)
+	return family.Load(a.Info, name, opts.PinRoot, raw, structops.ThisBuild(), nil)
 }
 
 // Unload unregisters a loaded scheduler and removes its pins. Connections
