@@ -4,7 +4,6 @@ package sched
 
 import (
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
@@ -57,6 +56,10 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 	if err := kernel.CheckPrivileges(); err != nil {
 		return u, err
 	}
+	dir, err := family.Dir(root, name)
+	if err != nil {
+		return u, err
+	}
 	l, err := inspect(root, name)
 	if err != nil {
 		return u, fmt.Errorf("%s: %w", name, err)
@@ -75,7 +78,7 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 		return u, nil
 	}
 	obj := structops.Object{Algo: a.Name, Spec: a.Spec, Maps: pinnedMaps}
-	r, err := family.Replace(obj, filepath.Join(root, name), u.To, nil)
+	r, err := family.Replace(obj, dir, u.To, nil)
 	u.To, u.InPlace, u.Window = r.New, r.InPlace, r.Window
 	if r.Refused != nil {
 		u.Refused = r.Refused.Error()
