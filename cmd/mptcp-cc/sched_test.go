@@ -323,3 +323,28 @@ func TestSchedHost(t *testing.T) {
 		t.Errorf("subflows without a scheduler: %q", out)
 	}
 }
+
+// `sched upgrade` says what the kernel did with each scheduler: skipped,
+// replaced in place, or re-registered after the kernel refused the update,
+// with its answer, the missing operation and the window.
+func TestSchedUpgradeText(t *testing.T) {
+	from, to := structops.Build{Version: "v0.1.0"}, structops.Build{Version: "v0.2.0", Generation: 1}
+	for _, c := range []struct {
+		u    sched.Upgraded
+		want []string
+	}{
+		{sched.Upgraded{Name: "m1", To: from, Skipped: true}, []string{"m1: already this build (v0.1.0); --force replaces it anyway"}},
+		{sched.Upgraded{Name: "m1", From: from, To: to, Recorded: true, InPlace: true}, []string{"m1: v0.1.0 -> v0.2.0 (generation 1); connections already open keep v0.1.0 until they close; replaced in place"}},
+		{sched.Upgraded{Name: "m1", To: to, Refused: "BPF_LINK_UPDATE: operation not supported", Window: 42 * time.Microsecond}, []string{
+			"m1: an unrecorded build -> v0.2.0 (generation 1)",
+			"the kernel refused to replace it in place (BPF_LINK_UPDATE: operation not supported: the kernel's MPTCP scheduler hook has no struct_ops update operation",
+			"the name was unregistered for 42µs", "the kernel's default scheduler"}},
+	} {
+		got := describeSchedUpgrade(c.u)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%+v:\n%s\nlacks %q", c.u, got, w)
+			}
+		}
+	}
+}
