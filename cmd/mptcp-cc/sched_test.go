@@ -18,8 +18,8 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
-	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // twoScheduled is one connection of two subflows running mptcp_olia, the

@@ -133,7 +133,7 @@ func (f *Family) Replace(obj Object, dir string, build Build, prepare Prepare) (
 		if err != nil {
 			return r, lost("registering", err)
 		}
-		defer nl.Close() // the pin keeps it
+		defer nl.Close()    // the pin keeps it
 		tmp := pin + "_new" // bpffs refuses names with a dot
 		_ = os.Remove(tmp)
 		if err := nl.Pin(tmp); err != nil {
