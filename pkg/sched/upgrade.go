@@ -3,8 +3,11 @@
 package sched
 
 import (
+	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
@@ -83,7 +86,7 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 	if r.Refused != nil {
 		u.Refused = r.Refused.Error()
 	}
-	if err != nil && r.Refused != nil && !r.InPlace {
+	if err != nil && errors.Is(r.Refused, unix.EOPNOTSUPP) {
 		return u, fmt.Errorf("%w (%s); re-registering instead failed: %w", structops.ErrNoLinkUpdate, NoUpdate, err)
 	}
 	return u, err
