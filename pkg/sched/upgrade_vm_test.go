@@ -156,9 +156,6 @@ func TestGuestUpgrade(t *testing.T) {
 		}
 	}
 	t.Logf("3 s after the upgrade: %d of %d connections opened before it took more decisions of the old build", grew, len(old))
-	if grew < conns {
-		t.Errorf("only %d of %d connections opened before the upgrade were scheduled after it", grew, conns)
-	}
 
 	// A connection opened now is scheduled by the new build.
 	fresh := testkernel.Start(t, n, srv, xfer.Options{Bytes: 1 << 20})
@@ -179,6 +176,23 @@ func TestGuestUpgrade(t *testing.T) {
 	}
 
 	wg.Wait()
+	// Over the rest of their lives (a connection may take no decision for
+	// seconds: in the first run 7 of 50 took none in the first 3 s, all
+	// of them later), every one of them was scheduled after the upgrade.
+	final := sendsByToken(t, root, name)
+	grew = 0
+	least := ^uint64(0)
+	for tok := range old {
+		d := final[tok] - atUpgrade[tok]
+		if d > 0 {
+			grew++
+		}
+		least = min(least, d)
+	}
+	t.Logf("until they closed: %d of %d connections opened before the upgrade took more decisions of the old build (the fewest: %d)", grew, len(old), least)
+	if grew < conns {
+		t.Errorf("only %d of %d connections opened before the upgrade were scheduled after it", grew, conns)
+	}
 	var bad []string
 	var sum int64
 	for i, r := range results {
