@@ -28,10 +28,9 @@ var (
 )
 
 // Upgrade replaces the programs of the registration pinned in dir (one of
-// f's) with
-// obj's, in place: its struct_ops link is updated to a new struct_ops map
-// (BPF_LINK_UPDATE), under the same name, and the new programs use the
-// registration's pinned maps (obj.Maps) instead of new ones, so every
+// f's) with obj's, in place: its struct_ops link is updated to a new
+// struct_ops map (BPF_LINK_UPDATE), under the same name, and the new
+// programs use the registration's pinned maps (obj.Maps) instead of new ones, so every
 // reader keeps reading the same maps and the parameters stay as they
 // were. New sockets get the new programs; a socket that already runs the
 // registration keeps the old ones to its end (the kernel holds the old
@@ -161,7 +160,7 @@ type newBuild struct {
 func (n newBuild) close() { n.coll.Close() }
 
 // loadOnPins loads obj on the pinned maps of the registration in dir, as
-// the next generation of its build: what Upgrade and Reregister register.
+// the next generation of its build: what Upgrade and Replace register.
 func (f *Family) loadOnPins(obj Object, dir string, build Build, prepare Prepare) (n newBuild, err error) {
 	n.name, n.build = filepath.Base(dir), build
 	name := n.name
