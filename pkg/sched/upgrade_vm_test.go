@@ -40,8 +40,8 @@ func structOpsMaps(t *testing.T) map[ebpf.MapID]bool {
 	return out
 }
 
-// sendsByToken sums the get_send decisions the stats map of scheduler name
-// counted, per connection.
+// sendsByToken sums the decisions (get_send and get_retrans) the stats
+// map of scheduler name counted, per connection.
 func sendsByToken(t *testing.T, root, name string) map[uint32]uint64 {
 	t.Helper()
 	st, err := sched.Stats(root)
@@ -51,7 +51,7 @@ func sendsByToken(t *testing.T, root, name string) map[uint32]uint64 {
 	out := map[uint32]uint64{}
 	for _, s := range st {
 		if s.Scheduler == name {
-			out[s.Token] += s.Sends
+			out[s.Token] += s.Sends + s.Retrans
 		}
 	}
 	return out
@@ -147,6 +147,7 @@ func TestGuestUpgrade(t *testing.T) {
 	// build, the only one that can (the kernel does not move a socket to
 	// another scheduler; the default one does not count in these maps).
 	atUpgrade := sendsByToken(t, root, name)
+	anomalies1 := testkernel.Anomalies(t, n.Client)
 	time.Sleep(3 * time.Second)
 	grew := 0
 	now := sendsByToken(t, root, name)
@@ -177,22 +178,34 @@ func TestGuestUpgrade(t *testing.T) {
 
 	wg.Wait()
 	// Over the rest of their lives (a connection may take no decision for
-	// seconds: in the first run 7 of 50 took none in the first 3 s, all
-	// of them later), every one of them was scheduled after the upgrade.
+	// seconds: in the first run 7 of 50 took none in the first 3 s), the
+	// connections opened before were scheduled after the upgrade. One that
+	// fell back to plain TCP is not (the kernel's fallback path sends on
+	// the first subflow without asking the scheduler): in the second run
+	// one of 50 took no decision after the upgrade and delivered intact;
+	// those are allowed as many as the client's fallback counters moved
+	// since the upgrade, and logged.
 	final := sendsByToken(t, root, name)
 	grew = 0
 	least := ^uint64(0)
 	for tok := range old {
 		var d uint64
-		if final[tok] > atUpgrade[tok] { // the LRU map may have dropped it
+		if final[tok] > atUpgrade[tok] {
 			d = final[tok] - atUpgrade[tok]
 			grew++
 		}
 		least = min(least, d)
 	}
-	t.Logf("until they closed: %d of %d connections opened before the upgrade took more decisions of the old build (the fewest: %d)", grew, len(old), least)
-	if grew < conns {
-		t.Errorf("only %d of %d connections opened before the upgrade were scheduled after it", grew, conns)
+	moved := testkernel.AnomaliesSince(t, anomalies1, n.Client)
+	var fallbacks uint64
+	for k, v := range moved {
+		if strings.Contains(k, "Fallback") || strings.Contains(k, "InfiniteMap") {
+			fallbacks += v
+		}
+	}
+	t.Logf("until they closed: %d of %d connections opened before the upgrade took more decisions of the old build (the fewest: %d); the client's MPTCP anomaly counters since the upgrade: %v", grew, len(old), least, moved)
+	if missing := uint64(conns - grew); missing > fallbacks {
+		t.Errorf("%d of %d connections opened before the upgrade were not scheduled after it, and the client's fallback counters moved by %d", missing, conns, fallbacks)
 	}
 	var bad []string
 	var sum int64
