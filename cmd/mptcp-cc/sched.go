@@ -186,7 +186,7 @@ its struct_ops (bpf_mptcp_sched_ops, mptcp_net-next's export branch, as in
 Linux 7.3 with it) has no update operation, so the kernel answers the link
 update with EOPNOTSUPP. The upgrade then loads and verifies the new build
 first, unregisters the old one and registers the new one under the name at
-once. For that window (reported; 0.3-1.2 ms measured in an emulated VM),
+once. For that window (reported; 0.3-4.1 ms measured in an emulated VM),
 new connections of a namespace that names the scheduler get the kernel's
 default one, to their end. Where the maps' layout changed (ABI), it
 refuses: unload and load then.`
