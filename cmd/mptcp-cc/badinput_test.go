@@ -148,7 +148,7 @@ func TestBadInput(t *testing.T) {
 		bad(2, []string{"version", "--json=maybe"}, `invalid boolean value "maybe"`),
 		bad(2, []string{"version", "extra"}, `unexpected argument "extra"`),
 
-		bad(2, []string{"sched"}, "say what to do: list, load, unload or use"),
+		bad(2, []string{"sched"}, "say what to do: list, load, unload, upgrade or use"),
 		bad(2, []string{"sched", "frobnicate"}, `unknown subcommand "frobnicate"`),
 		bad(2, []string{"sched", "load"}, "--algo is required: one of "+scheds),
 		bad(2, []string{"sched", "load", "nope"}, `no such scheduler "nope"`, "choose one of "+scheds),
@@ -158,6 +158,8 @@ func TestBadInput(t *testing.T) {
 		bad(1, []string{"sched", "load", first, "--name", long}, long, "1 to 15 characters"),
 		bad(1, []string{"sched", "load", first, "--name", "a/b"}, `"a/b"`, "use only a-z"),
 		bad(1, []string{"sched", "load", first, "--name", "default"}, "the kernel's own scheduler", "--name"),
+		bad(1, []string{"sched", "upgrade", "a/b"}, `"a/b"`, "use only a-z"),
+		bad(1, []string{"sched", "upgrade", "--bpffs", "relative/dir"}, `"relative/dir" is not an absolute path`),
 		bad(2, []string{"sched", "load", first, "--arg", "6=1"}, `invalid value "6=1" for flag --arg`, "INDEX 0 to 5"),
 		bad(2, []string{"sched", "load", first, "--arg", "0=x"}, `"x" is not a number`),
 		bad(2, []string{"sched", "load", first, "--arg", "0"}, "INDEX=VALUE"),

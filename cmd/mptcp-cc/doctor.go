@@ -26,6 +26,7 @@ func cmdDoctor(fs *flag.FlagSet) cli.Action {
 	ns := fs.String("netns", "", "check the named network namespace `NAME` (ip netns) instead of this process's")
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := pinRootFlag(fs)
+	schedRoot := schedRootFlag(fs, "sched-bpffs")
 	return func(_ []string, out io.Writer) error {
 		if *ns != "" {
 			if err := netns.CheckName(*ns); err != nil {
@@ -38,7 +39,10 @@ func cmdDoctor(fs *flag.FlagSet) cli.Action {
 		if err := checkPinRoot(*root, false); err != nil {
 			return err
 		}
-		findings := doctor.Run(doctor.Options{Netns: *ns, PinRoot: *root})
+		if err := checkPinRootFlag("--sched-bpffs", *schedRoot, false); err != nil {
+			return err
+		}
+		findings := doctor.Run(doctor.Options{Netns: *ns, PinRoot: *root, SchedPinRoot: *schedRoot})
 		ready := doctor.Ready(findings)
 		if *asJSON {
 			if err := cli.WriteJSON(out, struct {

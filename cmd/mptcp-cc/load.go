@@ -194,7 +194,7 @@ func cmdList(fs *flag.FlagSet) cli.Action {
 			if !l.Registered {
 				state = "NOT REGISTERED (stale pins: mptcp-cc unload --name " + l.Name + ")"
 			}
-			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), subflowCount(snap.Count(l.Name), l.Untracked), state, describeBuild(l, previousBuild(snap.Subflows, l)))
+			t.Row(l.Name, l.Algo, describeParams(l.Algo, l.Params), subflowCount(snap.Count(l.Name), l.Untracked), state, describeBuild(l.Build, l.BuildRecorded, " in place", previousBuild(snap.Subflows, l), "mptcp-cc upgrade"))
 		}
 		return t.Flush()
 	}
@@ -212,22 +212,24 @@ func previousBuild(subflows []stats.Subflow, l cc.Loaded) int {
 	return n
 }
 
-// describeBuild is list's BUILD column: the version that loaded l, and
-// what to do when it is not this binary's.
-func describeBuild(l cc.Loaded, previous int) string {
-	if !l.BuildRecorded {
-		return "unrecorded (mptcp-cc 0.1.0 or earlier): mptcp-cc upgrade"
+// describeBuild is list's and sched list's BUILD column: the version that
+// loaded a registration, how many times it was upgraded (how: "in place"
+// for the CCs), how many of its live subflows still run the previous
+// build, and upgrade, the command to run when it is not this binary's.
+func describeBuild(b structops.Build, recorded bool, how string, previous int, upgrade string) string {
+	if !recorded {
+		return "unrecorded (mptcp-cc 0.1.0 or earlier): " + upgrade
 	}
-	s := l.Build.Version
-	if l.Build.Generation > 0 {
-		s += fmt.Sprintf(" (upgraded in place %d times", l.Build.Generation)
+	s := b.Version
+	if b.Generation > 0 {
+		s += fmt.Sprintf(" (upgraded%s %d times", how, b.Generation)
 		if previous > 0 {
 			s += fmt.Sprintf("; %d subflows still on the previous build", previous)
 		}
 		s += ")"
 	}
-	if !l.Current() {
-		s += ": not this binary's build, mptcp-cc upgrade"
+	if !structops.Current(b, recorded) {
+		s += ": not this binary's build, " + upgrade
 	}
 	return s
 }
@@ -249,63 +251,80 @@ func cmdUpgrade(fs *flag.FlagSet) cli.Action {
 	asJSON := fs.Bool("json", false, "JSON output")
 	root := pinRootFlag(fs)
 	return func(_ []string, out io.Writer) error {
-		if err := checkPinRoot(*root, false); err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := checkPinName(n); err != nil {
-				return err
-			}
-		}
-		if len(names) == 0 {
+		registered := func() ([]string, error) {
 			loaded, err := cc.List(*root)
-			if err != nil {
-				return needsRoot(err, *root)
-			}
+			var names []string
 			for _, l := range loaded {
 				if l.Registered {
 					names = append(names, l.Name)
 				}
 			}
-			if len(names) == 0 {
-				return fmt.Errorf("nothing loaded under %s to upgrade: `mptcp-cc list` shows what is", *root)
-			}
+			return names, err
 		}
-		var done []cc.Upgraded
-		var failed []string
-		for _, n := range names {
-			u, err := cc.Upgrade(n, *root, *force)
-			if err != nil {
-				failed = append(failed, err.Error())
-				continue
-			}
-			done = append(done, u)
-		}
-		if *asJSON {
-			if done == nil {
-				done = []cc.Upgraded{}
-			}
-			if err := cli.WriteJSON(out, done); err != nil {
-				return err
-			}
-		} else {
-			for _, u := range done {
-				if u.Skipped {
-					fmt.Fprintf(out, "%s: already this build (%s); --force replaces it anyway\n", u.Name, u.To.Version)
-					continue
-				}
-				from := "an unrecorded build"
-				if u.Recorded {
-					from = u.From.Version
-				}
-				fmt.Fprintf(out, "%s: %s -> %s (generation %d); connections already open keep %s until they close\n", u.Name, from, u.To.Version, u.To.Generation, from)
-			}
-		}
-		if len(failed) > 0 {
-			return fmt.Errorf("%s", strings.Join(failed, "; "))
-		}
-		return nil
+		upgrade := func(name string) (cc.Upgraded, error) { return cc.Upgrade(name, *root, *force) }
+		describe := func(u cc.Upgraded) string { return upgradeLine(u.Name, u.From, u.To, u.Recorded, u.Skipped) }
+		return upgradeAll(out, *root, names, *asJSON, "mptcp-cc list", checkPinName, registered, upgrade, describe)
 	}
+}
+
+// upgradeAll is what upgrade and sched upgrade do: check the pin root and
+// the names, upgrade each of names (none: every registered one under
+// root), and print what each did (describe) or the JSON of it; the
+// failures are the error, after what succeeded is printed.
+func upgradeAll[U any](out io.Writer, root string, names []string, asJSON bool, listCmd string, checkName func(string) error,
+	registered func() ([]string, error), upgrade func(string) (U, error), describe func(U) string) error {
+	if err := checkPinRoot(root, false); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := checkName(n); err != nil {
+			return err
+		}
+	}
+	if len(names) == 0 {
+		var err error
+		if names, err = registered(); err != nil {
+			return needsRoot(err, root)
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("nothing loaded under %s to upgrade: `%s` shows what is", root, listCmd)
+		}
+	}
+	done := []U{}
+	var failed []string
+	for _, n := range names {
+		u, err := upgrade(n)
+		if err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		done = append(done, u)
+	}
+	if asJSON {
+		if err := cli.WriteJSON(out, done); err != nil {
+			return err
+		}
+	} else {
+		for _, u := range done {
+			fmt.Fprintln(out, describe(u))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// upgradeLine says what an upgrade of name did.
+func upgradeLine(name string, from, to structops.Build, recorded, skipped bool) string {
+	if skipped {
+		return fmt.Sprintf("%s: already this build (%s); --force replaces it anyway", name, to.Version)
+	}
+	was := "an unrecorded build"
+	if recorded {
+		was = from.Version
+	}
+	return fmt.Sprintf("%s: %s -> %s (generation %d); connections already open keep %s until they close", name, was, to.Version, to.Generation, was)
 }
 
 func describeParams(algo string, p cc.Params) string {

@@ -39,13 +39,15 @@ var app = (&cli.App{
 				Required: []string{"cgroup"}, Flags: cmdPolicyDetach},
 			{Name: "list", Summary: "show every policy, its rules and what they did", Flags: cmdPolicyList},
 		}},
-		{Name: "sched", Summary: "MPTCP packet schedulers (BPF): load, list, use, unload; " + sched.Experimental, Help: schedHelp, Sub: []cli.Command{
+		{Name: "sched", Summary: "MPTCP packet schedulers (BPF): load, list, use, unload, upgrade; " + sched.Experimental, Help: schedHelp, Sub: []cli.Command{
 			{Name: "list", Summary: "show this build's schedulers, the loaded ones with their counters, the kernel's, and each network namespace's",
 				Flags: cmdSchedList},
 			{Name: "load", Summary: "register a scheduler with the kernel (stays after exit)",
 				Required: []string{"algo"}, Positional: true, Values: sched.Names(), Help: schedLoadHelp, Flags: cmdSchedLoad},
 			{Name: "unload", Summary: "unregister a loaded scheduler",
 				Required: []string{"algo|name"}, Positional: true, Values: sched.Names(), Help: schedUnloadHelp, Flags: cmdSchedUnload},
+			{Name: "upgrade", Summary: "replace loaded schedulers with this binary's build (re-registered: the kernel cannot update one in place); open connections keep theirs",
+				Args: "[NAME...]", Values: sched.Names(), Help: schedUpgradeHelp, Flags: cmdSchedUpgrade},
 			{Name: "use", Summary: "give new MPTCP connections of a network namespace a registered scheduler (net.mptcp.scheduler)",
 				Args: "NAME", Values: append([]string{"default"}, sched.Names()...), Flags: cmdSchedUse},
 		}},

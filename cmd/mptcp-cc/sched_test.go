@@ -19,6 +19,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/pkg/events"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 	"github.com/mptcp-cc/mptcp-cc/pkg/stats"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // twoScheduled is one connection of two subflows running mptcp_olia, the
@@ -161,11 +162,13 @@ func TestSchedArgsFlag(t *testing.T) {
 // parameters, counters and state, what the kernel offers and each
 // namespace's scheduler.
 func TestSchedListText(t *testing.T) {
+	this, other := structops.ThisBuild(), structops.Build{Version: "v0.0.9", Generation: 2}
 	l := schedList{
 		Algorithms: []schedAlgo{{Algo: "minrtt", Summary: "lowest RTT", LoadedAs: []string{"m1", "m2"}}, {Algo: "rr", Summary: "round robin", LoadedAs: []string{}}},
 		Loaded: []schedLoaded{
-			{Name: "m1", Algo: "minrtt", Registered: true, Subflows: 3, Sends: 100, Retrans: 2, BurstBytes: 5000},
-			{Name: "m2", Algo: "minrtt", Trace: true, Args: [6]uint32{0, 7}, Registered: false},
+			{Name: "m1", Algo: "minrtt", Registered: true, Subflows: 3, Sends: 100, Retrans: 2, BurstBytes: 5000, Build: &this, Current: true},
+			{Name: "m2", Algo: "minrtt", Trace: true, Args: [6]uint32{0, 7}, Registered: false, Build: &other},
+			{Name: "m3", Algo: "rr", Registered: true},
 		},
 		Available: []string{"default", "m1"},
 		Netns:     []schedNetns{{Netns: "", Scheduler: "default"}, {Netns: "lab-c", Scheduler: "m1"}, {Netns: "odd", Error: "MPTCP is disabled"}},
@@ -180,6 +183,8 @@ func TestSchedListText(t *testing.T) {
 	for _, want := range []string{
 		"minrtt     m1, m2     lowest RTT", "rr         -          round robin",
 		"m2      minrtt     arg1=7 trace", "NOT REGISTERED (stale pins: mptcp-cc sched unload --name m2)",
+		"v0.0.9 (upgraded 2 times): not this binary's build, mptcp-cc sched upgrade m2",
+		"unrecorded (mptcp-cc 0.1.0 or earlier): mptcp-cc sched upgrade m3",
 		"the kernel offers: default m1",
 		"(own)  default", "lab-c  m1", "odd    ? (MPTCP is disabled)",
 	} {
@@ -188,7 +193,7 @@ func TestSchedListText(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, "m1 ") && !slices.Equal(strings.Fields(line), []string{"m1", "minrtt", "defaults", "registered", "3", "100", "2", "5000"}) {
+		if strings.HasPrefix(line, "m1 ") && !slices.Equal(strings.Fields(line), []string{"m1", "minrtt", "defaults", "registered", "3", "100", "2", "5000", this.Version}) {
 			t.Errorf("m1: %q", line)
 		}
 	}
@@ -316,5 +321,30 @@ func TestSchedHost(t *testing.T) {
 	out = run("subflows", "--bpffs", root, "--sched-bpffs", schedRoot)
 	if strings.Contains(out, "SCHED") || strings.Contains(out, "record") {
 		t.Errorf("subflows without a scheduler: %q", out)
+	}
+}
+
+// `sched upgrade` says what the kernel did with each scheduler: skipped,
+// replaced in place, or re-registered after the kernel refused the update,
+// with its answer, the missing operation and the window.
+func TestSchedUpgradeText(t *testing.T) {
+	from, to := structops.Build{Version: "v0.1.0"}, structops.Build{Version: "v0.2.0", Generation: 1}
+	for _, c := range []struct {
+		u    sched.Upgraded
+		want []string
+	}{
+		{sched.Upgraded{Name: "m1", To: from, Skipped: true}, []string{"m1: already this build (v0.1.0); --force replaces it anyway"}},
+		{sched.Upgraded{Name: "m1", From: from, To: to, Recorded: true, InPlace: true}, []string{"m1: v0.1.0 -> v0.2.0 (generation 1); connections already open keep v0.1.0 until they close; replaced in place"}},
+		{sched.Upgraded{Name: "m1", To: to, Refused: "BPF_LINK_UPDATE: operation not supported", Window: 42 * time.Microsecond}, []string{
+			"m1: an unrecorded build -> v0.2.0 (generation 1)",
+			"the kernel refused to replace it in place (BPF_LINK_UPDATE: operation not supported: the kernel's MPTCP scheduler hook has no struct_ops update operation",
+			"the name was unregistered for 42µs", "the kernel's default scheduler"}},
+	} {
+		got := describeSchedUpgrade(c.u)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%+v:\n%s\nlacks %q", c.u, got, w)
+			}
+		}
 	}
 }

@@ -31,10 +31,7 @@ type Loaded struct {
 // Current reports whether l runs this binary's build: false when it was
 // loaded by another version (`mptcp-cc upgrade` replaces it) or before
 // builds were recorded.
-func (l Loaded) Current() bool {
-	b := ThisBuild()
-	return l.BuildRecorded && l.Build.Version == b.Version && l.Build.Commit == b.Commit
-}
+func (l Loaded) Current() bool { return structops.Current(l.Build, l.BuildRecorded) }
 
 // List returns what is loaded under root, sorted by name.
 func List(root string) ([]Loaded, error) {

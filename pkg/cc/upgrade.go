@@ -8,7 +8,6 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/mptcp-cc/mptcp-cc/internal/version"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
@@ -19,9 +18,7 @@ var pinnedMaps = []string{"subflows", "params", "trace", "untracked"}
 
 // ThisBuild is the build record this binary writes (its ABI is filled in
 // from the object).
-func ThisBuild() structops.Build {
-	return structops.Build{Version: version.Version, Commit: version.Commit}
-}
+func ThisBuild() structops.Build { return structops.ThisBuild() }
 
 // idGenerationShift: a subflow id is the algorithm's id in the top byte,
 // the registration's generation in the next (structops.Build.Generation:
@@ -74,7 +71,7 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 		return u, fmt.Errorf("%s runs an algorithm this build does not have (%q): %w", name, l.Algo, err)
 	}
 	u.To = ThisBuild()
-	if l.BuildRecorded && l.Build.Version == u.To.Version && l.Build.Commit == u.To.Commit && !force {
+	if l.Current() && !force {
 		u.To = l.Build
 		u.Skipped = true
 		return u, nil
@@ -87,7 +84,7 @@ func Upgrade(name, root string, force bool) (Upgraded, error) {
 		}
 		return v.Set(uint64(gen) << idGenerationShift)
 	}
-	_, u.To, err = structops.Upgrade(obj, filepath.Join(root, name), u.To, prepare)
+	_, u.To, err = family.Upgrade(obj, filepath.Join(root, name), u.To, prepare)
 	return u, err
 }
 

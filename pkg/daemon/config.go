@@ -54,11 +54,12 @@ type Config struct {
 	SchedBPFFS string `yaml:"sched_bpffs,omitempty"`
 	// OnExit: keep (default) or remove.
 	OnExit OnExit `yaml:"on_exit,omitempty"`
-	// Adopt says what the daemon does with a configured algorithm that is
-	// already loaded by another build of mptcp-cc (an earlier version, or
-	// one that recorded no build): keep (default) runs on with the pinned
-	// build and warns; upgrade replaces its programs with this binary's in
-	// place (cc.Upgrade: connections already open keep the old ones).
+	// Adopt says what the daemon does with a configured algorithm or
+	// scheduler that is already loaded by another build of mptcp-cc (an
+	// earlier version, or one that recorded no build): keep (default) runs
+	// on with the pinned build and warns; upgrade replaces its programs
+	// with this binary's (cc.Upgrade in place, sched.Upgrade re-registered:
+	// connections already open keep the old ones).
 	Adopt      Adopt       `yaml:"adopt,omitempty"`
 	Algorithms []Algorithm `yaml:"algorithms,omitempty"`
 	Policies   []Policy    `yaml:"policies,omitempty"`

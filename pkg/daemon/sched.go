@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // SchedEngine is what the daemon needs of pkg/sched; tests use a fake.
@@ -31,6 +32,9 @@ type SchedEngine interface {
 	// daemon's own).
 	Use(name, netns string) error
 	Current(netns string) (string, error)
+	// Upgrade replaces a loaded scheduler's programs with this binary's
+	// build (sched.Upgrade).
+	Upgrade(name, root string) (sched.Upgraded, error)
 }
 
 // KernelSched is the real engine: pkg/sched.
@@ -53,6 +57,11 @@ func (KernelSched) Use(name, netns string) error { return sched.Use(name, netns)
 
 // Current implements SchedEngine.
 func (KernelSched) Current(netns string) (string, error) { return sched.Current(netns) }
+
+// Upgrade implements SchedEngine.
+func (KernelSched) Upgrade(name, root string) (sched.Upgraded, error) {
+	return sched.Upgrade(name, root, false)
+}
 
 // netnsSet is a namespace scheduler the daemon keeps in force.
 type netnsSet struct {
@@ -152,7 +161,7 @@ func setUpSchedulers(cfg Config, se SchedEngine, st *state, log *slog.Logger) er
 		return err
 	}
 	for i, s := range cfg.Schedulers {
-		act, err := setUpScheduler(se, cfg.SchedBPFFS, i, s, byName, log, slog.LevelInfo)
+		act, err := setUpScheduler(se, cfg.SchedBPFFS, i, s, byName, cfg.Adopt, log, slog.LevelInfo)
 		if err != nil {
 			return err
 		}
@@ -165,9 +174,11 @@ func setUpSchedulers(cfg Config, se SchedEngine, st *state, log *slog.Logger) er
 // pinned: same scheduler, same parameters: nothing to do; other
 // parameters: unloaded and loaded again with the configured ones
 // (connections that run it keep the old instance until they close);
-// another scheduler under the name: an error. Adoptions are logged at
-// adopted.
-func setUpScheduler(se SchedEngine, root string, i int, s Scheduler, byName map[string]sched.Loaded, log *slog.Logger, adopted slog.Level) (action, error) {
+// another scheduler under the name: an error. Pinned by another build of
+// mptcp-cc with the configured parameters, it is upgraded first when adopt
+// is upgrade (sched.Upgrade: re-registered under the name), and kept with
+// a warning otherwise. Adoptions are logged at adopted.
+func setUpScheduler(se SchedEngine, root string, i int, s Scheduler, byName map[string]sched.Loaded, adopt Adopt, log *slog.Logger, adopted slog.Level) (action, error) {
 	alg, err := sched.Lookup(s.Algo)
 	if err != nil {
 		return "", err
@@ -193,6 +204,9 @@ func setUpScheduler(se SchedEngine, root string, i int, s Scheduler, byName map[
 			}
 			return "", fmt.Errorf("%s: %s is already loaded as %s, the configuration wants %s: unload it first (`mptcp-cc sched unload %s`) or give the entry another name", field, s.Name, was, s.Algo, s.Name)
 		case l.Params == s.Params():
+			if err := adoptSchedulerBuild(se, root, field, l, adopt, log); err != nil {
+				return "", err
+			}
 			log.Log(context.Background(), adopted, "scheduler adopted", "name", s.Name, "algo", s.Algo)
 			return actAdopted, nil
 		default:
@@ -212,6 +226,34 @@ func setUpScheduler(se SchedEngine, root string, i int, s Scheduler, byName map[
 	}
 	log.Info("scheduler loaded", "name", s.Name, "algo", s.Algo, "trace", s.Trace, "args", s.Args)
 	return actLoaded, nil
+}
+
+// adoptSchedulerBuild does what adopt says with a scheduler l another
+// build of mptcp-cc loaded (nothing when it is this binary's).
+func adoptSchedulerBuild(se SchedEngine, root, field string, l sched.Loaded, adopt Adopt, log *slog.Logger) error {
+	if l.Current() {
+		return nil
+	}
+	pinned := "an unrecorded build"
+	if l.BuildRecorded {
+		pinned = l.Build.Version
+	}
+	if adopt != AdoptUpgrade {
+		log.Warn("adopting a scheduler another build of mptcp-cc loaded: new connections get the pinned build until `mptcp-cc sched upgrade` (or adopt: upgrade in the configuration)",
+			"name", l.Name, "pinned", pinned, "this", structops.ThisBuild().Version)
+		return nil
+	}
+	u, err := se.Upgrade(l.Name, root)
+	if err != nil {
+		return fmt.Errorf("%s: upgrading scheduler %s (adopt: upgrade): %w", field, l.Name, err)
+	}
+	how := "in place"
+	if !u.InPlace {
+		how = "re-registered (" + sched.NoUpdate + ")"
+	}
+	log.Info("scheduler upgraded; connections already open keep the previous build", "name", l.Name, "from", pinned, "to", u.To.Version,
+		"generation", u.To.Generation, "how", how, "unregistered_for", u.Window)
+	return nil
 }
 
 // setUpNetns gives each configured namespace its scheduler, adopting one
@@ -432,7 +474,7 @@ func (r *running) reloadSchedulers(cfg Config, plan schedPlan, st *state, undo *
 	for i, s := range cfg.Schedulers {
 		var act action
 		if err := r.handler.exclusive(func() (err error) {
-			act, err = setUpScheduler(r.se, root, i, s, byName, r.log, slog.LevelDebug)
+			act, err = setUpScheduler(r.se, root, i, s, byName, cfg.Adopt, r.log, slog.LevelDebug)
 			return err
 		}); err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testenv"
 	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // fakeSched records what the daemon asks of pkg/sched (this machine has no
@@ -45,8 +46,23 @@ func (f *fakeSched) Load(a sched.Algorithm, o sched.Options) error {
 	if _, ok := f.loaded[o.Name]; ok {
 		return sched.ErrAlreadyLoaded
 	}
-	f.loaded[o.Name] = sched.Loaded{Name: o.Name, Algorithm: a.Name, Params: o.Params, Registered: true}
+	f.loaded[o.Name] = sched.Loaded{Name: o.Name, Algorithm: a.Name, Params: o.Params, Registered: true, Build: structops.ThisBuild(), BuildRecorded: true}
 	return nil
+}
+
+func (f *fakeSched) Upgrade(name, root string) (sched.Upgraded, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "upgrade "+name)
+	l, ok := f.loaded[name]
+	if !ok {
+		return sched.Upgraded{}, fmt.Errorf("%s is %w", name, sched.ErrNotLoaded)
+	}
+	u := sched.Upgraded{Name: name, Algo: l.Algorithm, From: l.Build, Recorded: l.BuildRecorded, To: structops.ThisBuild()}
+	u.To.Generation = l.Build.Generation + 1
+	l.Build, l.BuildRecorded = u.To, true
+	f.loaded[name] = l
+	return u, nil
 }
 
 func (f *fakeSched) Unload(name, root string) error {
@@ -243,6 +259,40 @@ func TestRunSchedulerAdoption(t *testing.T) {
 	}
 	if got := fs.log(); got != "load minrtt minrtt {Trace:false Args:[0 0 0 0 0 0]}\nunload minrtt" {
 		t.Errorf("the failed start did not undo its load:\n%s", got)
+	}
+}
+
+// A scheduler another build loaded, with the configured parameters: kept
+// with a warning under adopt: keep, upgraded (sched.Upgrade) under adopt:
+// upgrade; one of this build is adopted as it is either way.
+func TestRunSchedulerAdoptsAnotherBuild(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, c := range []struct {
+		adopt      Adopt
+		calls, log string
+	}{
+		{AdoptKeep, "", "adopting a scheduler another build of mptcp-cc loaded"},
+		{AdoptUpgrade, "upgrade minrtt\n", "scheduler upgraded; connections already open keep the previous build"},
+	} {
+		fs := newFakeSched()
+		old := structops.Build{Version: "v0.0.9", Commit: "c0", ABI: "a"}
+		fs.loaded["minrtt"] = sched.Loaded{Name: "minrtt", Algorithm: "minrtt", Registered: true, Build: old, BuildRecorded: true}
+		fs.loaded["m2"] = sched.Loaded{Name: "m2", Algorithm: "minrtt", Params: sched.Params{Trace: true, Args: [6]uint32{3}}, Registered: true,
+			Build: structops.ThisBuild(), BuildRecorded: true}
+		cfg := schedConfig(t, OnExitKeep)
+		cfg.Adopt = c.adopt
+		var logs testenv.SyncBuffer
+		stop, err := runSched(t, cfg, fs, nil, nil, &logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = stop()
+		if got, want := fs.log(), c.calls+"use lab minrtt\nuse (own) m2"; got != want {
+			t.Errorf("adopt: %s: calls:\n%s\nwant:\n%s", c.adopt, got, want)
+		}
+		if !strings.Contains(logs.String(), c.log) || strings.Count(logs.String(), "another build") > 1 {
+			t.Errorf("adopt: %s: want %q logged once, for minrtt alone:\n%s", c.adopt, c.log, logs.String())
+		}
 	}
 }
 

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
 	"github.com/mptcp-cc/mptcp-cc/pkg/mptcpnl"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
+	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // sysctl reads a sysctl ("net.mptcp.enabled") in the checked namespace;
@@ -168,17 +169,23 @@ func checkAlgorithms(o Options, r *report) {
 		return
 	}
 	for _, l := range loaded {
-		switch {
-		case !l.Registered:
-			r.add(Finding{Check: "algorithms", Severity: Warn, Summary: fmt.Sprintf("%s is pinned but the kernel no longer lists it (stale pins)", l.Name), Fix: "`mptcp-cc unload --name " + l.Name + "`"})
-		case !l.BuildRecorded:
-			r.add(Finding{Check: "algorithms", Severity: Warn, Summary: fmt.Sprintf("%s (%s) was loaded by mptcp-cc 0.1.0 or earlier, which recorded no build", l.Name, l.Algo), Fix: "`mptcp-cc upgrade --name " + l.Name + "`: open connections keep their programs"})
-		case !l.Current():
-			r.add(Finding{Check: "algorithms", Severity: Warn, Summary: fmt.Sprintf("%s (%s) runs the build of %s, not this binary's (%s)", l.Name, l.Algo, l.Build.Version, cc.ThisBuild().Version), Fix: "`mptcp-cc upgrade --name " + l.Name + "`: open connections keep their programs"})
-		default:
-			r.add(Finding{Check: "algorithms", Severity: OK, Summary: fmt.Sprintf("%s (%s) loaded and registered, this binary's build", l.Name, l.Algo)})
-		}
+		r.add(registration("algorithms", l.Name, l.Algo, l.Registered, l.Build, l.BuildRecorded, "mptcp-cc unload --name "+l.Name, "mptcp-cc upgrade --name "+l.Name))
 	}
+}
+
+// registration is the finding on one loaded algorithm or scheduler: its
+// pins are stale, or another build loaded it (upgrade replaces it), or it
+// is this binary's.
+func registration(check, name, algo string, registered bool, b structops.Build, recorded bool, unload, upgrade string) Finding {
+	switch {
+	case !registered:
+		return Finding{Check: check, Severity: Warn, Summary: fmt.Sprintf("%s is pinned but the kernel no longer lists it (stale pins)", name), Fix: "`" + unload + "`"}
+	case !recorded:
+		return Finding{Check: check, Severity: Warn, Summary: fmt.Sprintf("%s (%s) was loaded by mptcp-cc 0.1.0 or earlier, which recorded no build", name, algo), Fix: "`" + upgrade + "`: open connections keep their programs"}
+	case !structops.Current(b, recorded):
+		return Finding{Check: check, Severity: Warn, Summary: fmt.Sprintf("%s (%s) runs the build of %s, not this binary's (%s)", name, algo, b.Version, structops.ThisBuild().Version), Fix: "`" + upgrade + "`: open connections keep their programs"}
+	}
+	return Finding{Check: check, Severity: OK, Summary: fmt.Sprintf("%s (%s) loaded and registered, this binary's build", name, algo)}
 }
 
 // knownFault is a data-integrity or window fault measured on some kernels
@@ -229,6 +236,16 @@ func checkIntegrity(o Options, r *report) {
 func checkSchedulers(o Options, r *report) {
 	if r.features.SchedStructOps {
 		r.add(Finding{Check: "schedulers", Severity: OK, Summary: "the kernel has the BPF MPTCP scheduler hook: `mptcp-cc sched load` works (experimental)"})
+		if r.privErr != nil {
+			return // checkPrivileges said so
+		}
+		loaded, err := sched.List(o.SchedPinRoot)
+		if err != nil {
+			r.add(Finding{Check: "schedulers", Severity: Warn, Summary: fmt.Sprintf("reading the pins under %s: %v", o.SchedPinRoot, err)})
+		}
+		for _, l := range loaded {
+			r.add(registration("schedulers", l.Name, l.Algorithm, l.Registered, l.Build, l.BuildRecorded, "mptcp-cc sched unload "+l.Name, "mptcp-cc sched upgrade "+l.Name))
+		}
 		return
 	}
 	r.add(Finding{Check: "schedulers", Severity: Info, Summary: "no BPF MPTCP scheduler hook (no released kernel has it; mptcp_net-next's export branch does): connections use the kernel's own scheduler, and mptcp-cc's packet schedulers cannot load here",

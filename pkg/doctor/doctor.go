@@ -12,6 +12,7 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/kernel"
+	"github.com/mptcp-cc/mptcp-cc/pkg/sched"
 )
 
 // Severity grades a finding.
@@ -42,6 +43,9 @@ type Options struct {
 	// PinRoot is where the algorithms are pinned (default
 	// /sys/fs/bpf/mptcp-cc).
 	PinRoot string
+	// SchedPinRoot is where the packet schedulers are pinned (default
+	// /sys/fs/bpf/mptcp-cc-sched).
+	SchedPinRoot string
 }
 
 // check is one area of the host; it appends its findings.
@@ -76,6 +80,9 @@ func (r *report) add(f Finding) { r.findings = append(r.findings, f) }
 func Run(o Options) []Finding {
 	if o.PinRoot == "" {
 		o.PinRoot = cc.DefaultPinRoot
+	}
+	if o.SchedPinRoot == "" {
+		o.SchedPinRoot = sched.DefaultPinRoot
 	}
 	r := &report{features: kernel.Probe(), privErr: kernel.CheckPrivileges()}
 	if r.privErr == nil {

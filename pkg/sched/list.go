@@ -23,21 +23,55 @@ type Loaded struct {
 	Algorithm  string // which of ours it is ("" if the params are unreadable)
 	Params     Params //
 	Registered bool   // the kernel lists it in net.mptcp.available_schedulers
+	// Build is what loaded it (or last upgraded it), when BuildRecorded:
+	// mptcp-cc 0.1.0 recorded none for schedulers.
+	Build         structops.Build
+	BuildRecorded bool
 }
+
+// Current reports whether l runs this binary's build: false when another
+// version loaded it (`mptcp-cc sched upgrade` replaces it) or recorded
+// none.
+func (l Loaded) Current() bool { return structops.Current(l.Build, l.BuildRecorded) }
 
 // List returns the schedulers pinned under root, sorted by name.
 func List(root string) ([]Loaded, error) {
-	pinned, err := structops.Pinned(family, root, func(r *abi.SchedParams) uint32 { return r.Algo })
+	pinned, err := structops.Pinned(family, root, algoOf)
 	avail, _ := Available()
 	var out []Loaded
+	var errs []error
 	for _, p := range pinned {
-		l := Loaded{Name: p.Name, Algorithm: p.Algo, Registered: slices.Contains(avail, p.Name)}
-		if p.OK {
-			l.Params = Params{Trace: p.Params.Trace != 0, Args: p.Params.Arg}
+		l, berr := loaded(p, avail)
+		if berr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, berr))
 		}
 		out = append(out, l)
 	}
-	return out, err
+	return out, errors.Join(append([]error{err}, errs...)...)
+}
+
+func algoOf(r *abi.SchedParams) uint32 { return r.Algo }
+
+// loaded is the Loaded of one pinned registration; avail, the kernel's
+// registered schedulers.
+func loaded(p structops.PinnedEntry[abi.SchedParams], avail []string) (Loaded, error) {
+	l := Loaded{Name: p.Name, Algorithm: p.Algo, Registered: slices.Contains(avail, p.Name)}
+	if p.OK {
+		l.Params = Params{Trace: p.Params.Trace != 0, Args: p.Params.Arg}
+	}
+	var err error
+	l.Build, l.BuildRecorded, err = structops.ReadBuild(p.Dir)
+	return l, err
+}
+
+// inspect reads the registration name under root as List does.
+func inspect(root, name string) (Loaded, error) {
+	p, err := structops.ReadPinned(family, root, name, algoOf)
+	if err != nil {
+		return Loaded{Name: name, Registered: IsRegistered(name)}, err
+	}
+	avail, _ := Available()
+	return loaded(p, avail)
 }
 
 // SubflowStats is what a scheduler gave one subflow, decoded from its

@@ -41,15 +41,19 @@ func Load(a Algorithm, opts Options) error {
 	if opts.Params.Trace {
 		raw.Trace = 1
 	}
-	return family.Load(a.Info, name, opts.PinRoot, raw, structops.Build{}, nil)
+	return family.Load(a.Info, name, opts.PinRoot, raw, structops.ThisBuild(), nil)
 }
+
+// ValidName checks a name to register a scheduler under (the kernel's
+// MPTCP_SCHED_NAME_MAX, and the characters pins may have).
+func ValidName(name string) error { return family.ValidName(name) }
 
 // Unload unregisters a loaded scheduler and removes its pins. Connections
 // that use it keep it until they close (the kernel holds a reference), and
 // a namespace whose net.mptcp.scheduler names it gives new connections the
 // default scheduler.
 func Unload(name, root string) error {
-	if err := family.ValidName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return err
 	}
 	return family.Unload(name, root)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/mptcp-cc/mptcp-cc/internal/version"
 )
 
 // Build says what made a registration: pinned beside it as the map
@@ -33,6 +35,20 @@ type Build struct {
 	// use it to keep what its programs allocate apart from the previous
 	// build's (the CCs put it in their subflow ids).
 	Generation uint8 `json:"generation"`
+}
+
+// ThisBuild is the build record this binary writes (its ABI is filled in
+// from the object).
+func ThisBuild() Build {
+	return Build{Version: version.Version, Commit: version.Commit}
+}
+
+// Current reports whether a registration's build record (recorded: it has
+// one) is this binary's: false when another version loaded it (an upgrade
+// replaces it) or none was recorded.
+func Current(b Build, recorded bool) bool {
+	this := ThisBuild()
+	return recorded && b.Version == this.Version && b.Commit == this.Commit
 }
 
 // Same reports whether b and o are builds of the same binary.
@@ -79,7 +95,9 @@ func writeBuild(dir string, b Build) error {
 
 // ReadBuild reads the build record of the registration pinned in dir; ok
 // is false for a registration made before builds were recorded (mptcp-cc
-// 0.1.0 and earlier).
+// 0.1.0 and earlier), and for a record that names no version (the
+// schedulers mptcp-cc 0.1.0 loaded: it wrote them an empty build, the ABI
+// alone), which is as good as none.
 func ReadBuild(dir string) (b Build, ok bool, err error) {
 	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, buildPin), &ebpf.LoadPinOptions{ReadOnly: true})
 	if errors.Is(err, os.ErrNotExist) {
@@ -99,7 +117,7 @@ func ReadBuild(dir string) (b Build, ok bool, err error) {
 	if err := json.Unmarshal(value, &b); err != nil {
 		return b, false, fmt.Errorf("its build record %q: %w", value, err)
 	}
-	return b, true, nil
+	return b, b.Version != "", nil
 }
 
 // ABIHash is a short hash of the layout of the named maps of spec: their

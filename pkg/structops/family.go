@@ -166,15 +166,24 @@ func (f *Family) Load(a algo.Info, name, root string, params any, b Build, tune 
 // pins. Connections that use it keep running: the kernel holds the
 // programs until the last socket using them is released.
 func (f *Family) Unload(name, root string) error {
-	root = f.PinRoot(root)
 	if err := kernel.CheckPrivileges(); err != nil {
 		return err
 	}
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("%s is %w (nothing pinned at %s); `%s` shows what is", name, ErrNotLoaded, dir, f.ListCmd)
+	dir, err := f.Dir(root, name)
+	if err != nil {
+		return err
 	}
 	return Unregister(dir, func() bool { return f.IsRegistered(name) })
+}
+
+// Dir is the pin directory of the registration name under root, or
+// ErrNotLoaded when nothing is pinned there.
+func (f *Family) Dir(root, name string) (string, error) {
+	dir := filepath.Join(f.PinRoot(root), name)
+	if _, err := os.Stat(dir); err != nil {
+		return dir, fmt.Errorf("%s is %w (nothing pinned at %s); `%s` shows what is", name, ErrNotLoaded, dir, f.ListCmd)
+	}
+	return dir, nil
 }
 
 // Pinned lists, sorted by name, the registrations pinned under root with

@@ -5,7 +5,9 @@ package structops
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -25,10 +27,10 @@ var (
 	ErrNoLinkUpdate = errors.New("the kernel cannot replace the registered programs in place (BPF_LINK_UPDATE of a struct_ops link: Linux 6.4 or newer)")
 )
 
-// Upgrade replaces the programs of the registration pinned in dir with
-// obj's, in place: its struct_ops link is updated to a new struct_ops map
-// (BPF_LINK_UPDATE), under the same name, and the new programs use the
-// registration's pinned maps (obj.Maps) instead of new ones, so every
+// Upgrade replaces the programs of the registration pinned in dir (one of
+// f's) with obj's, in place: its struct_ops link is updated to a new
+// struct_ops map (BPF_LINK_UPDATE), under the same name, and the new
+// programs use the registration's pinned maps (obj.Maps) instead of new ones, so every
 // reader keeps reading the same maps and the parameters stay as they
 // were. New sockets get the new programs; a socket that already runs the
 // registration keeps the old ones to its end (the kernel holds the old
@@ -42,31 +44,148 @@ var (
 // the shared subflows map).
 //
 // Nothing changes when it fails: the new object is closed, and the link
-// still holds the old programs.
-func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.CollectionSpec, old Build, gen uint8) error) (old, now Build, err error) {
-	name := filepath.Base(dir)
-	old, recorded, err := ReadBuild(dir)
+// still holds the old programs. A kernel whose struct_ops subsystem has no
+// update operation (the MPTCP scheduler hook) answers EOPNOTSUPP:
+// ErrNoLinkUpdate.
+func (f *Family) Upgrade(obj Object, dir string, build Build, prepare Prepare) (old, now Build, err error) {
+	n, err := f.loadOnPins(obj, dir, build, prepare)
 	if err != nil {
-		return old, build, err
+		return n.old, n.build, err
+	}
+	defer n.close()
+	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
+	if err != nil {
+		return n.old, n.build, fmt.Errorf("opening %s's struct_ops link: %w", n.name, err)
+	}
+	defer l.Close()
+	if err := updateStructOpsLink(l, n.coll.Maps[n.opsName]); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			return n.old, n.build, fmt.Errorf("%s: %w: %w", n.name, ErrNoLinkUpdate, err)
+		}
+		return n.old, n.build, fmt.Errorf("replacing %s's programs: %w", n.name, err)
+	}
+	if err := writeBuild(dir, n.build); err != nil {
+		return n.old, n.build, fmt.Errorf("%s runs the new build, but its record was not updated: %w", n.name, err)
+	}
+	return n.old, n.build, nil
+}
+
+// Prepare adjusts a new build's object before an upgrade loads it,
+// knowing the old build and the new generation.
+type Prepare func(spec *ebpf.CollectionSpec, old Build, gen uint8) error
+
+// Replaced is what Replace did.
+type Replaced struct {
+	Old, New Build
+	// InPlace: the kernel updated the link (as Upgrade). Otherwise Refused
+	// is its answer to the update, and the name was re-registered: Window
+	// is how long it was not registered.
+	InPlace bool
+	Refused error
+	Window  time.Duration
+}
+
+// Replace replaces the programs of the registration pinned in dir (one of
+// f's) with obj's: in place as Upgrade does where the kernel updates the
+// link, and where it answers EOPNOTSUPP (a struct_ops subsystem without an
+// update operation: the MPTCP scheduler hook) by re-registering: the old
+// link is detached (the name leaves the kernel's list) and the new build,
+// already loaded and verified on the registration's pinned maps, is
+// registered under the same name at once, its link pinned over the old
+// one. Sockets already open keep the old programs to their end, as at an
+// unload (the kernel holds the old struct_ops map while a socket uses
+// it), and share the pinned maps with the new ones. A socket created in
+// the window gets what the kernel gives for a name it does not have.
+//
+// When it fails before the detach, nothing changed; after it, the error
+// says what is left.
+func (f *Family) Replace(obj Object, dir string, build Build, prepare Prepare) (r Replaced, err error) {
+	n, err := f.loadOnPins(obj, dir, build, prepare)
+	r.Old, r.New = n.old, n.build
+	if err != nil {
+		return r, err
+	}
+	defer n.close()
+	pin := filepath.Join(dir, "link")
+	l, err := link.LoadPinnedLink(pin, nil)
+	if err != nil {
+		return r, fmt.Errorf("opening %s's struct_ops link: %w", n.name, err)
+	}
+	defer l.Close()
+	ops := n.coll.Maps[n.opsName]
+	r.Refused = updateStructOpsLink(l, ops)
+	switch {
+	case r.Refused == nil:
+		r.InPlace = true
+	case !errors.Is(r.Refused, unix.EOPNOTSUPP):
+		return r, fmt.Errorf("replacing %s's programs: %w", n.name, r.Refused)
+	default:
+		lost := func(what string, err error) error {
+			return fmt.Errorf("%s the new build of %s: %w; %s is no longer registered (open connections keep the old build): `"+f.UnloadCmd+"` and load it again", what, n.name, err, n.name, n.name)
+		}
+		start := time.Now()
+		if err := l.Detach(); err != nil {
+			return r, fmt.Errorf("unregistering the old build of %s: %w (nothing changed)", n.name, err)
+		}
+		nl, err := link.AttachStructOps(link.StructOpsOptions{Map: ops})
+		r.Window = time.Since(start)
+		if err != nil {
+			return r, lost("registering", err)
+		}
+		defer nl.Close()    // the pin keeps it
+		tmp := pin + "_new" // bpffs refuses names with a dot
+		_ = os.Remove(tmp)
+		if err := nl.Pin(tmp); err != nil {
+			return r, lost("pinning the link of", err)
+		}
+		if err := os.Rename(tmp, pin); err != nil {
+			_ = nl.Unpin()
+			return r, lost("pinning the link of", err)
+		}
+	}
+	if err := writeBuild(dir, n.build); err != nil {
+		return r, fmt.Errorf("%s runs the new build, but its record was not updated: %w", n.name, err)
+	}
+	return r, nil
+}
+
+// newBuild is a new build of a registration, loaded on its pinned maps
+// and not yet registered.
+type newBuild struct {
+	name, opsName string
+	old, build    Build
+	coll          *ebpf.Collection
+}
+
+func (n newBuild) close() { n.coll.Close() }
+
+// loadOnPins loads obj on the pinned maps of the registration in dir, as
+// the next generation of its build: what Upgrade and Replace register.
+func (f *Family) loadOnPins(obj Object, dir string, build Build, prepare Prepare) (n newBuild, err error) {
+	n.name, n.build = filepath.Base(dir), build
+	name := n.name
+	old, recorded, err := ReadBuild(dir)
+	n.old = old
+	if err != nil {
+		return n, err
 	}
 	spec, err := obj.Spec()
 	if err != nil {
-		return old, build, fmt.Errorf("reading the %s object: %w", obj.Algo, err)
+		return n, fmt.Errorf("reading the %s object: %w", obj.Algo, err)
 	}
-	if build.ABI, err = ABIHash(spec, obj.Maps); err != nil {
-		return old, build, err
+	if n.build.ABI, err = ABIHash(spec, obj.Maps); err != nil {
+		return n, err
 	}
-	if recorded && old.ABI != build.ABI {
-		return old, build, fmt.Errorf("%s: %w (pinned %s, this build %s): `mptcp-cc unload --name %s` and load it again; connections keep the programs they run", name, ErrABIChanged, old.ABI, build.ABI, name)
+	if recorded && old.ABI != n.build.ABI {
+		return n, fmt.Errorf("%s: %w (pinned %s, this build %s): `"+f.UnloadCmd+"` and load it again; connections keep the programs they run", name, ErrABIChanged, old.ABI, n.build.ABI, name)
 	}
 	if old.Generation == 255 {
-		return old, build, fmt.Errorf("%s has been upgraded in place 255 times: unload and load it again to reset its generation", name)
+		return n, fmt.Errorf("%s has been upgraded in place 255 times: unload and load it again to reset its generation", name)
 	}
-	build.Generation = old.Generation + 1
+	n.build.Generation = old.Generation + 1
 
-	opsName, err := SetName(spec, name)
-	if err != nil {
-		return old, build, err
+	if n.opsName, err = SetName(spec, name); err != nil {
+		return n, err
 	}
 	// The registration's maps replace the object's own: the same layout
 	// (checked by the ABI hash, or for a registration without a build
@@ -80,47 +199,31 @@ func Upgrade(obj Object, dir string, build Build, prepare func(spec *ebpf.Collec
 	for _, m := range obj.Maps {
 		pinned, err := ebpf.LoadPinnedMap(filepath.Join(dir, m), nil)
 		if err != nil {
-			return old, build, fmt.Errorf("opening %s's pinned %s: %w", name, m, err)
+			return n, fmt.Errorf("opening %s's pinned %s: %w", name, m, err)
 		}
 		repl[m] = pinned
 		ms := spec.Maps[m]
 		if pinned.Type() != ms.Type || pinned.KeySize() != ms.KeySize || pinned.ValueSize() != ms.ValueSize {
-			return old, build, fmt.Errorf("%s: %w (its %s map is %s %d/%d, this build's %s %d/%d)", name, ErrABIChanged, m,
+			return n, fmt.Errorf("%s: %w (its %s map is %s %d/%d, this build's %s %d/%d)", name, ErrABIChanged, m,
 				pinned.Type(), pinned.KeySize(), pinned.ValueSize(), ms.Type, ms.KeySize, ms.ValueSize)
 		}
 		ms.MaxEntries = pinned.MaxEntries()
 		ms.Flags = pinned.Flags()
 	}
 	if prepare != nil {
-		if err := prepare(spec, old, build.Generation); err != nil {
-			return old, build, err
+		if err := prepare(spec, old, n.build.Generation); err != nil {
+			return n, err
 		}
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
+	n.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return old, build, fmt.Errorf("the kernel's verifier rejected %s: %+v", obj.Algo, ve)
+			return n, fmt.Errorf("the kernel's verifier rejected %s: %+v", obj.Algo, ve)
 		}
-		return old, build, fmt.Errorf("loading %s: %w", obj.Algo, err)
+		return n, fmt.Errorf("loading %s: %w", obj.Algo, err)
 	}
-	defer coll.Close()
-
-	l, err := link.LoadPinnedLink(filepath.Join(dir, "link"), nil)
-	if err != nil {
-		return old, build, fmt.Errorf("opening %s's struct_ops link: %w", name, err)
-	}
-	defer l.Close()
-	if err := updateStructOpsLink(l, coll.Maps[opsName]); err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			return old, build, fmt.Errorf("%s: %w: %v", name, ErrNoLinkUpdate, err)
-		}
-		return old, build, fmt.Errorf("replacing %s's programs: %w", name, err)
-	}
-	if err := writeBuild(dir, build); err != nil {
-		return old, build, fmt.Errorf("%s runs the new build, but its record was not updated: %w", name, err)
-	}
-	return old, build, nil
+	return n, nil
 }
 
 // updateStructOpsLink points a struct_ops link at another struct_ops map
