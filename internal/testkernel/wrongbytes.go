@@ -2,7 +2,13 @@
 
 package testkernel
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/mptcp-cc/mptcp-cc/lab/xfer"
+)
 
 // kernelWrongRate is the highest rate of MPTCP connections delivering
 // wrong bytes (the right count of them) measured on the host kernel: 77 in
@@ -42,4 +48,41 @@ func KernelFaultMax(n int) int {
 		logPMF += math.Log(float64(n-k)) - math.Log(float64(k+1)) + math.Log(r) - math.Log1p(-r)
 	}
 	return n
+}
+
+// Outcome is how one transfer of a group ended (Transfer.Wait's values).
+type Outcome struct {
+	Res xfer.Result
+	Err error
+}
+
+// Across judges transfers that ran across an event of the test (an
+// upgrade, a restart): each must complete with every byte it sent
+// delivered; wrong bytes are the kernel's fault, counted with the MPTCP
+// anomaly counters of nss since before as evidence, and failed only above
+// KernelFaultMax. It returns the bytes delivered in all and the count of
+// transfers with wrong bytes.
+func Across(t testing.TB, what string, outs []Outcome, before map[string]uint64, nss ...string) (delivered int64, wrong int) {
+	t.Helper()
+	var bad []string
+	for i, o := range outs {
+		delivered += o.Res.Delivered
+		switch {
+		case o.Err != nil:
+			t.Errorf("connection %d %s failed: %v", i, what, o.Err)
+		case o.Res.Delivered != o.Res.Sent:
+			t.Errorf("connection %d %s: sent %d, delivered %d", i, what, o.Res.Sent, o.Res.Delivered)
+		case !o.Res.Intact:
+			bad = append(bad, fmt.Sprintf("connection %d: wrong bytes from offset %d", i, o.Res.FirstBad))
+		}
+	}
+	if len(bad) > 0 {
+		moved := AnomaliesSince(t, before, nss...)
+		if max := KernelFaultMax(len(outs)); len(bad) > max {
+			t.Errorf("%d connections delivered wrong bytes (%v), more than the kernel's fault explains (%d); its MPTCP anomaly counters moved: %v", len(bad), bad, max, moved)
+		} else {
+			t.Logf("the kernel's known wrong-bytes fault: %v (counters %v)", bad, moved)
+		}
+	}
+	return delivered, len(bad)
 }

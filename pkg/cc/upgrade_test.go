@@ -3,7 +3,6 @@
 package cc_test
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -44,11 +43,7 @@ func TestUpgradeKeepsLiveConnections(t *testing.T) {
 
 	const conns = 50
 	before0 := testkernel.Anomalies(t, n.Client, n.Server)
-	type result struct {
-		res xfer.Result
-		err error
-	}
-	results := make([]result, conns)
+	results := make([]testkernel.Outcome, conns)
 	var wg sync.WaitGroup
 	for i := range conns {
 		c := testkernel.Start(t, n, srv, xfer.Options{CC: name, For: 15 * time.Second})
@@ -56,7 +51,7 @@ func TestUpgradeKeepsLiveConnections(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res, err := c.Wait()
-			results[i] = result{res, err}
+			results[i] = testkernel.Outcome{Res: res, Err: err}
 		}()
 	}
 	// Every connection in the map, all of the first build, and their joins
@@ -124,29 +119,9 @@ func TestUpgradeKeepsLiveConnections(t *testing.T) {
 	testkernel.Receipt(t, "the connection opened after the upgrade", res, 0)
 
 	wg.Wait()
-	var bad []string
-	for i, r := range results {
-		switch {
-		case r.err != nil:
-			t.Errorf("connection %d across the upgrade failed: %v", i, r.err)
-		case r.res.Delivered != r.res.Sent:
-			t.Errorf("connection %d across the upgrade: sent %d, delivered %d", i, r.res.Sent, r.res.Delivered)
-		case !r.res.Intact:
-			bad = append(bad, fmt.Sprintf("connection %d: wrong bytes from offset %d", i, r.res.FirstBad))
-		}
-	}
 	// Wrong bytes are the kernel's (docs/kernel-faults.md section 1): an
-	// upgrade swaps programs, never payload. They are counted, with the
-	// kernel's MPTCP anomaly counters as evidence, and fail only above
-	// what the kernel's worst measured rate explains.
-	if len(bad) > 0 {
-		moved := testkernel.AnomaliesSince(t, before0, n.Client, n.Server)
-		if max := testkernel.KernelFaultMax(len(results)); len(bad) > max {
-			t.Errorf("%d connections delivered wrong bytes (%v), more than the kernel's fault explains (%d); its MPTCP anomaly counters moved: %v", len(bad), bad, max, moved)
-		} else {
-			t.Logf("the kernel's known wrong-bytes fault: %v (counters %v)", bad, moved)
-		}
-	}
+	// upgrade swaps programs, never payload.
+	sum, _ := testkernel.Across(t, "across the upgrade", results, before0, n.Client, n.Server)
 	// The old build's last connection closed: only new-build subflows, if
 	// any, are left.
 	deadline = time.Now().Add(5 * time.Second)
@@ -155,10 +130,6 @@ func TestUpgradeKeepsLiveConnections(t *testing.T) {
 			t.Fatalf("subflows of the old build left after its connections closed: %v", g)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	var sum int64
-	for _, r := range results {
-		sum += r.res.Delivered
 	}
 	t.Logf("%d connections across the upgrade: %.1f MB delivered", conns, float64(sum)/1e6)
 }

@@ -4,7 +4,6 @@ package sched_test
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,11 +86,7 @@ func TestGuestUpgrade(t *testing.T) {
 
 	const conns = 50
 	anomalies0 := testkernel.Anomalies(t, n.Client, n.Server)
-	type result struct {
-		res xfer.Result
-		err error
-	}
-	results := make([]result, conns)
+	results := make([]testkernel.Outcome, conns)
 	var ended atomic.Int32 // connections whose transfer is over
 	var wg sync.WaitGroup
 	for i := range conns {
@@ -100,7 +95,7 @@ func TestGuestUpgrade(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res, err := c.Wait()
-			results[i] = result{res, err}
+			results[i] = testkernel.Outcome{Res: res, Err: err}
 			ended.Add(1)
 		}()
 	}
@@ -227,28 +222,8 @@ func TestGuestUpgrade(t *testing.T) {
 	if missing := uint64(conns - grew); missing > unscheduled {
 		t.Errorf("%d of %d connections opened before the upgrade were not scheduled after it (at most %d allowed: the client's fallback counters moved by %d)", missing, conns, unscheduled, fallbacks)
 	}
-	var bad []string
-	var sum int64
-	for i, r := range results {
-		sum += r.res.Delivered
-		switch {
-		case r.err != nil:
-			t.Errorf("connection %d across the upgrade failed: %v", i, r.err)
-		case r.res.Delivered != r.res.Sent:
-			t.Errorf("connection %d across the upgrade: sent %d, delivered %d", i, r.res.Sent, r.res.Delivered)
-		case !r.res.Intact:
-			bad = append(bad, fmt.Sprintf("connection %d: wrong bytes from offset %d", i, r.res.FirstBad))
-		}
-	}
-	if len(bad) > 0 {
-		moved := testkernel.AnomaliesSince(t, anomalies0, n.Client, n.Server)
-		if max := testkernel.KernelFaultMax(len(results)); len(bad) > max {
-			t.Errorf("%d connections delivered wrong bytes (%v), more than the kernel's fault explains (%d); its MPTCP anomaly counters moved: %v", len(bad), bad, max, moved)
-		} else {
-			t.Logf("the kernel's known wrong-bytes fault: %v (counters %v)", bad, moved)
-		}
-	}
-	t.Logf("%d connections across the upgrade: %.1f MB delivered, %d with wrong bytes", conns, float64(sum)/1e6, len(bad))
+	sum, wrong := testkernel.Across(t, "across the upgrade", results, anomalies0, n.Client, n.Server)
+	t.Logf("%d connections across the upgrade: %.1f MB delivered, %d with wrong bytes", conns, float64(sum)/1e6, wrong)
 
 	// Their last one closed, the old build's struct_ops map goes; the new
 	// one stays.
