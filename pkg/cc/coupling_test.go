@@ -9,6 +9,7 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
+	"github.com/mptcp-cc/mptcp-cc/pkg/model"
 )
 
 // The coupling tests run on paths with a real round trip (40 ms, emulated:
@@ -60,11 +61,40 @@ func bdpBytes(rate float64) uint32 { return uint32(rate / 8 * (2 * oneWay).Secon
 // it takes less than one share by design: measured 0.33-0.35 (2026-11-28,
 // three runs). Its bound is 0.2: it must not starve, nor take more than
 // uncoupled Reno.
+//
+// And against the model (issue 30's goal (b), in a reduced form): the
+// kernel cuts what every subflow takes (docs/results/fairness.md), so the
+// coupling is judged by what it takes relative to uncoupled Reno on the
+// same testbed, next to the same ratio in the model's packet-level
+// simulation of this cell (model.ShareAgainstReno: 40 ms, 66-packet
+// drop-tail queue, 4 subflows, 4 seeds; about 12 s of CPU before the
+// traffic starts). Measured over the model's ratio: LIA 1.13 and 1.21,
+// OLIA 1.08 and 1.21, BALIA 0.99 and 1.18, RSF 1.17 and 1.36 (the two
+// sessions above); LIA 1.26, OLIA 1.51, BALIA 1.21, RSF 1.20 in a run
+// beside two other sessions' work (2026-11-29, uncoupled Reno 2.01). The
+// goal asks for 20%; with 3 runs of 20 s, and uncoupled Reno's own mean
+// moving by 20% between runs, the bound here is 0.4-2.5x: a coupling that
+// takes what uncoupled Reno takes (3-4x the model's ratio) or starves
+// fails it. A delay-based CC loses almost nothing, so the kernel's loss
+// penalty does not apply to it and dividing by uncoupled Reno would
+// inflate it (wVegas: 1.6-1.7x the model's ratio); it is judged on its
+// own share against the model's share (0.34 against 0.38: 0.89x; 0.84x
+// in the run above), with the same bound.
 func TestCouplingSharedBottleneck(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: measured transfers")
 	}
 	const rate = 20e6
+	const modelSeeds = 4
+	modelShare := func(a model.Algorithm) float64 {
+		r := model.ShareAgainstReno(a, 4, rate, 2*oneWay, int(bdpBytes(rate)/1500), cc.DefaultRSFTarget, modelSeeds)
+		sum := 0.0
+		for _, x := range r {
+			sum += x
+		}
+		return sum / float64(len(r))
+	}
+	modelReno := modelShare(model.Reno{})
 	root := testkernel.PinRoot(t)
 	n := testkernel.Net(t, topo.Config{
 		Paths:       []int{0, 0, 0, 0},
@@ -94,6 +124,14 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 			least = 0.2 // it yields the queue by design (algo.Info.DelayBased)
 		}
 		m.check(r >= least, "%s took %.2fx the TCP flow's throughput on a shared bottleneck, want >= %.1f: a coupled CC must not starve its connection (RFC 6356's second goal is 1)", a.Name, r, least)
+
+		ms := modelShare(model.Of(a.Info))
+		got, want, what := r/reno, ms/modelReno, "share over uncoupled Reno's"
+		if a.DelayBased {
+			got, want, what = r, ms, "share" // the loss penalty does not apply (above)
+		}
+		t.Logf("%-6s %s %.3f, the model's %.3f: %.2fx the model", a.Name, what, got, want, got/want)
+		m.check(got >= 0.4*want && got <= 2.5*want, "%s's %s was %.3f on the testbed and %.3f in the model of this cell (%.2fx), want 0.4-2.5x: the coupling does not take what it is designed to take (issue 30, goal (b))", a.Name, what, got, want, got/want)
 	}
 }
 
