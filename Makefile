@@ -203,8 +203,10 @@ reproduce-wvegas: build
 		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
 	done
 	bin/mptcp-lab report docs/results/wvegas.report.yaml --results $(REPRO_OUT)
-	bin/mptcp-lab paths $(REPRO_OUT)/wvegas-shift --flow mp --path b --at 10s --before 5s-10s --after 15s-30s \
-		> docs/results/wvegas/data/wvegas-shift/paths.md
+	for s in wvegas-shift wvegas-shift-bloat; do \
+		bin/mptcp-lab paths $(REPRO_OUT)/$$s --flow mp --path b --at 10s --before 5s-10s --after 15s-30s \
+			> docs/results/wvegas/data/$$s/paths.md || exit 1; \
+	done
 
 # The packet-scheduler experiments (docs/results/sched.md: DAPS blocking
 # time, PAPD aggregation efficiency, the cost of a decision) run in the test

@@ -410,7 +410,9 @@ func cmdPaths(fs *flag.FlagSet) cli.Action {
 			if err != nil {
 				return fmt.Errorf("%s: %w", d, err)
 			}
-			fmt.Fprintf(w, "%s\n\n", d)
+			if len(pos) > 1 {
+				fmt.Fprintf(w, "%s\n\n", d)
+			}
 			if err := labreport.WritePathShifts(w, sp, shifts); err != nil {
 				return err
 			}
