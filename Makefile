@@ -38,7 +38,7 @@ GEN_STAMP := .generated
 export BPF2GO_CC := $(CLANG)
 export BPF2GO_STRIP := llvm-strip-19
 
-.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix fairness-aqm matrix soak demo clean vet reproduce reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch kernel-patches
+.PHONY: all deps build gen-docs generate release image test test-short bench fairness-matrix fairness-aqm matrix soak demo clean vet reproduce reproduce-wvegas reproduce-sched deb repro-kernel repro-integrity repro-ssthresh repro-subflow-loss repro-kernel-vm repro-kernel-debian repro-ack-patch kernel-patches
 
 # What the binaries say they are (`mptcp-cc version`): the git state built.
 VERSION_PKG  := github.com/mptcp-cc/mptcp-cc/internal/version
@@ -181,10 +181,10 @@ clean:
 # The seed papers' experiments (docs/results/*.md): every scenario file of an
 # experiment runs under the network lock on its own, so other users of the
 # machine can interleave; then the tables and charts are regenerated.
-# `make reproduce-rsf` (or -khalili, -lisa) runs one experiment.
+# `make reproduce-rsf` (or -khalili, -lisa, -wvegas) runs one experiment.
 REPRO_OUT  ?= lab-results
 REPRO_LOCK ?= /tmp/mptcp-cc-net.lock
-REPRO_EXPERIMENTS := rsf khalili lisa
+REPRO_EXPERIMENTS := rsf khalili lisa wvegas
 
 reproduce: build
 	@for e in $(REPRO_EXPERIMENTS); do $(MAKE) --no-print-directory reproduce-$$e || exit 1; done
@@ -194,6 +194,19 @@ reproduce-%: build
 		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
 	done
 	bin/mptcp-lab report docs/results/$*.report.yaml --results $(REPRO_OUT)
+
+# wVegas (docs/results/wvegas.md) also measures how its connection's traffic
+# moves between the paths when a TCP flow starts on one of them: that table
+# (mptcp-lab paths) goes next to the report's data.
+reproduce-wvegas: build
+	@for f in testdata/scenarios/wvegas/*.yaml; do \
+		flock $(REPRO_LOCK) bin/mptcp-lab run $$f --out $(REPRO_OUT) || exit 1; \
+	done
+	bin/mptcp-lab report docs/results/wvegas.report.yaml --results $(REPRO_OUT)
+	for s in wvegas-shift wvegas-shift-bloat; do \
+		bin/mptcp-lab paths $(REPRO_OUT)/$$s --flow mp --path b --at 10s --before 5s-10s --after 15s-30s \
+			> docs/results/wvegas/data/$$s/paths.md || exit 1; \
+	done
 
 # The packet-scheduler experiments (docs/results/sched.md: DAPS blocking
 # time, PAPD aggregation efficiency, the cost of a decision) run in the test

@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/cli"
 	labreport "github.com/mptcp-cc/mptcp-cc/lab/report"
@@ -48,6 +49,8 @@ var app = (&cli.App{
 		{Name: "clean", Summary: "remove what killed runs left behind", Flags: cmdClean},
 		{Name: "summarize", Summary: "rebuild a scenario's summary and charts from its raw results",
 			Args: "DIR/SCENARIO...", Flags: cmdSummarize},
+		{Name: "paths", Summary: "a connection's bytes, queues and rate share per path before and after a moment (a competing flow's start)",
+			Args: "DIR/SCENARIO...", Flags: cmdPaths},
 		{Name: "report", Summary: "tables and charts of results next to the paper's numbers",
 			Args: "SPEC.yaml...", Flags: cmdReport},
 		{Name: "integrity", Summary: "measure how often MPTCP connections deliver wrong bytes, per congestion control",
@@ -379,6 +382,59 @@ func cmdSummarize(fs *flag.FlagSet) cli.Action {
 		}
 		return errors.Join(errs...)
 	}
+}
+
+func cmdPaths(fs *flag.FlagSet) cli.Action {
+	flow := fs.String("flow", "", "the multipath flow instance `NAME` (as in flows.csv, e.g. mp)")
+	path := fs.String("path", "", "the `LINK` whose share is measured (subflows.csv's path column)")
+	at := fs.Duration("at", 0, "the moment `D` into the repetition (e.g. 10s, when the competing flow starts)")
+	before := fs.String("before", "", "the window `FROM-TO` before it, e.g. 5s-10s")
+	after := fs.String("after", "", "the window `FROM-TO` after it, e.g. 15s-30s")
+	return func(pos []string, w io.Writer) error {
+		if len(pos) == 0 {
+			return cli.Usagef("no results directory (what `run --out DIR` wrote: DIR/<scenario name>)")
+		}
+		if *flow == "" || *path == "" || *at <= 0 {
+			return cli.Usagef("--flow, --path and --at are required (e.g. --flow mp --path b --at 10s --before 5s-10s --after 15s-30s)")
+		}
+		sp := labreport.ShiftSpec{Flow: *flow, Path: *path, At: at.Seconds()}
+		var err error
+		if sp.Before, err = parseWindow("before", *before); err != nil {
+			return err
+		}
+		if sp.After, err = parseWindow("after", *after); err != nil {
+			return err
+		}
+		for _, d := range pos {
+			shifts, err := labreport.PathShifts(d, sp)
+			if err != nil {
+				return fmt.Errorf("%s: %w", d, err)
+			}
+			if len(pos) > 1 {
+				fmt.Fprintf(w, "%s\n\n", d)
+			}
+			if err := labreport.WritePathShifts(w, sp, shifts); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// parseWindow reads "5s-10s".
+func parseWindow(flag, s string) (labreport.Window, error) {
+	from, to, ok := strings.Cut(s, "-")
+	var a, b time.Duration
+	var err error
+	if ok {
+		if a, err = time.ParseDuration(from); err == nil {
+			b, err = time.ParseDuration(to)
+		}
+	}
+	if !ok || err != nil || a < 0 || b <= a {
+		return labreport.Window{}, fmt.Errorf("--%s %q: want a window FROM-TO of durations into the repetition, FROM before TO (e.g. 5s-10s)", flag, s)
+	}
+	return labreport.Window{From: a.Seconds(), To: b.Seconds()}, nil
 }
 
 func cmdReport(fs *flag.FlagSet) cli.Action {

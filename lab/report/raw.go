@@ -47,6 +47,9 @@ func readRepRaw(dir string) (*RepResult, error) {
 		ss, _ := strconv.ParseUint(row[9], 10, 32)
 		s := SubflowSample{T: t, Flow: row[1], Subflow: sub, Path: row[3], Source: row[7], Cwnd: uint32(cw), Ssthresh: uint32(ss)}
 		if len(row) > 14 {
+			s.SRTTMs, _ = strconv.ParseFloat(row[10], 64)
+			s.MinRTTMs, _ = strconv.ParseFloat(row[11], 64)
+			s.BytesAcked, _ = strconv.ParseUint(row[12], 10, 64)
 			s.Retrans, _ = strconv.ParseUint(row[14], 10, 64)
 		}
 		r.Samples = append(r.Samples, s)

@@ -197,6 +197,7 @@ func (s *Stat) UnmarshalJSON(b []byte) error {
 var groupMetrics = []string{
 	"throughput_mbps_mean", "throughput_mbps_total", "completion_s_mean", "completion_s_max",
 	"retrans_mean", "retrans_total", "retrans_after_warmup_mean", "subflows_mean",
+	"queue_delay_ms_mean",
 }
 
 // GroupSummary summarises one flow group of one case over repetitions.

@@ -46,6 +46,35 @@ func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
 	return n
 }
 
+// queueDelay is the mean, over the samples of flow instance name's
+// subflows between from and to seconds into the repetition, of srtt minus
+// min RTT (ms): the standing queue the flow saw above its base RTT, since
+// the min RTT is the kernel's windowed minimum of the subflow's own
+// samples. Kernel samples where there are any, else the map's; samples
+// without both RTTs do not count. ok is false without any sample.
+func queueDelay(samples []SubflowSample, name string, from, to float64) (ms float64, ok bool) {
+	kernel := false
+	for _, s := range samples {
+		if s.Flow == name && s.Source != "bpf" {
+			kernel = true
+			break
+		}
+	}
+	var sum float64
+	n := 0
+	for _, s := range samples {
+		if s.Flow != name || (s.Source != "bpf") != kernel || s.T < from || s.T > to || s.SRTTMs <= 0 || s.MinRTTMs <= 0 {
+			continue
+		}
+		sum += max(s.SRTTMs-s.MinRTTMs, 0)
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
 // SummarizeCase summarises one case over its repetitions; repetitions
 // with an error or an anomaly do not count in the metrics.
 func SummarizeCase(c scenario.Case, reps []*RepResult) CaseSummary {
@@ -73,8 +102,12 @@ func SummarizeCase(c scenario.Case, reps []*RepResult) CaseSummary {
 			}
 		}
 		for _, r := range clean {
-			var thr, comp, retr, late, subs []float64
+			var thr, comp, retr, late, subs, qd []float64
 			from := (f.Start + c.Scenario.Record.Warmup).Seconds()
+			to := math.Inf(1)
+			if f.Duration > 0 {
+				to = (f.Start + f.Duration).Seconds()
+			}
 			for _, fr := range r.Flows {
 				if fr.Flow != f.Name {
 					continue
@@ -88,6 +121,9 @@ func SummarizeCase(c scenario.Case, reps []*RepResult) CaseSummary {
 				retr = append(retr, float64(fr.Retrans))
 				late = append(late, float64(retransAfter(r.Samples, fr.Name, from)))
 				subs = append(subs, float64(fr.Subflows))
+				if q, ok := queueDelay(r.Samples, fr.Name, from, to); ok {
+					qd = append(qd, q)
+				}
 			}
 			g.Instances = max(g.Instances, len(thr))
 			if len(thr) == 0 {
@@ -101,6 +137,9 @@ func SummarizeCase(c scenario.Case, reps []*RepResult) CaseSummary {
 			vals["retrans_total"] = append(vals["retrans_total"], sum(retr))
 			vals["retrans_after_warmup_mean"] = append(vals["retrans_after_warmup_mean"], mean(late))
 			vals["subflows_mean"] = append(vals["subflows_mean"], mean(subs))
+			if len(qd) > 0 {
+				vals["queue_delay_ms_mean"] = append(vals["queue_delay_ms_mean"], mean(qd))
+			}
 		}
 		for _, m := range groupMetrics {
 			g.Metrics[m] = newStat(vals[m])
