@@ -106,8 +106,21 @@ static __always_inline void mpcc_self_path(const struct sock *sk, struct mpcc_pa
 	p->loss_bytes = inter_loss_bytes(tp->bytes_acked, ca->loss_mark, ca->loss_gap);
 }
 
+/*
+ * On the probe-read path every read lands in memory, on the stack, and
+ * cong_avoid has none to spare: with the snapshot, OLIA's frame and its
+ * algo_increase's are at the verifier's 512 bytes together. There the walk
+ * is a function of its own, whose frame is gone by the time the algorithm
+ * runs, at the cost of a call; inlined otherwise.
+ */
+#ifdef MPTCP_PROBE_READ
+#define MPCC_COLLECT_INLINE __noinline
+#else
+#define MPCC_COLLECT_INLINE __always_inline
+#endif
+
 /* Snapshot of the connection: this subflow in p[0], then its coupled siblings. */
-static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn *c)
+static MPCC_COLLECT_INLINE void mpcc_collect(const struct sock *sk, struct mpcc_conn *c)
 {
 	const struct tcp_congestion_ops *ops = inet_csk(sk)->icsk_ca_ops;
 	struct mptcp_sock *msk = mptcp_msk_ro(sk);

@@ -124,7 +124,8 @@ func registerWithoutLink(t *testing.T, spec *ebpf.CollectionSpec) {
 	}
 	name, coll, err := loadWithoutLink(spec)
 	if err != nil {
-		t.Fatalf("loading with the struct_ops map not a link's: %v", err)
+		// %+v: the verifier's whole log, to see where it stopped.
+		t.Fatalf("loading with the struct_ops map not a link's: %+v", err)
 	}
 	defer coll.Close()
 	ops := coll.Maps[opsMap]
