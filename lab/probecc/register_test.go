@@ -4,6 +4,7 @@ package probecc_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -124,8 +125,12 @@ func registerWithoutLink(t *testing.T, spec *ebpf.CollectionSpec) {
 	}
 	name, coll, err := loadWithoutLink(spec)
 	if err != nil {
-		// %+v: the verifier's whole log, to see where it stopped.
-		t.Fatalf("loading with the struct_ops map not a link's: %+v", err)
+		// The end of the verifier's log, to see where it stopped.
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			t.Logf("the verifier's log, last lines:\n%s", strings.Join(ve.Log[max(0, len(ve.Log)-60):], "\n"))
+		}
+		t.Fatalf("loading with the struct_ops map not a link's: %v", err)
 	}
 	defer coll.Close()
 	ops := coll.Maps[opsMap]
