@@ -6,12 +6,10 @@
  * coupled sibling, is a connection of one path, on which every algorithm
  * reduces to Reno. Included by cc_skel.h and cc_lisa.h.
  *
- * The walk itself is mptcp.h's, and so is every read of a sibling
- * (mptcp_ro, MPTCP_RO_READ: through bpf_rdonly_cast, or in the bench's
- * variant build through bpf_probe_read_kernel). It runs under the
- * subflow's socket lock only, not the MPTCP socket's, so a sibling may
- * change under us: the reads cannot fault, a torn read only skews one
- * ACK's increase, and the loop is bounded.
+ * The walk itself is mptcp.h's. It runs under the subflow's socket lock
+ * only, not the MPTCP socket's, so a sibling may change under us: reads
+ * through rdonly casts cannot fault, a torn read only skews one ACK's
+ * increase, and the loop is bounded.
  */
 #pragma once
 
@@ -68,15 +66,12 @@ static __always_inline __u64 inter_loss_bytes(__u64 acked, __u64 mark, __u64 gap
 static __always_inline struct inet_connection_sock *
 mpcc_coupled_sibling(struct sock *ssk, const struct tcp_congestion_ops *ops)
 {
-	struct inet_connection_sock *sicsk = mptcp_ro(ssk, struct inet_connection_sock);
-	const struct tcp_congestion_ops *sops;
-	__u8 state;
+	struct inet_connection_sock *sicsk;
 
-	MPTCP_RO_READ(sops, sicsk->icsk_ca_ops);
-	if ((__u64)sops != (__u64)ops)
+	sicsk = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct inet_connection_sock));
+	if ((__u64)sicsk->icsk_ca_ops != (__u64)ops)
 		return NULL;
-	MPTCP_RO_READ(state, sicsk->icsk_inet.sk.__sk_common.skc_state);
-	if (state != TCP_ESTABLISHED)
+	if (sicsk->icsk_inet.sk.__sk_common.skc_state != TCP_ESTABLISHED)
 		return NULL;
 	return sicsk;
 }
@@ -106,21 +101,8 @@ static __always_inline void mpcc_self_path(const struct sock *sk, struct mpcc_pa
 	p->loss_bytes = inter_loss_bytes(tp->bytes_acked, ca->loss_mark, ca->loss_gap);
 }
 
-/*
- * On the probe-read path every read lands in memory, on the stack, and
- * cong_avoid has none to spare: with the snapshot, OLIA's frame and its
- * algo_increase's are at the verifier's 512 bytes together. There the walk
- * is a function of its own, whose frame is gone by the time the algorithm
- * runs, at the cost of a call; inlined otherwise.
- */
-#ifdef MPTCP_PROBE_READ
-#define MPCC_COLLECT_INLINE __noinline
-#else
-#define MPCC_COLLECT_INLINE __always_inline
-#endif
-
 /* Snapshot of the connection: this subflow in p[0], then its coupled siblings. */
-static MPCC_COLLECT_INLINE void mpcc_collect(const struct sock *sk, struct mpcc_conn *c)
+static __always_inline void mpcc_collect(const struct sock *sk, struct mpcc_conn *c)
 {
 	const struct tcp_congestion_ops *ops = inet_csk(sk)->icsk_ca_ops;
 	struct mptcp_sock *msk = mptcp_msk_ro(sk);
@@ -140,37 +122,28 @@ static MPCC_COLLECT_INLINE void mpcc_collect(const struct sock *sk, struct mpcc_
 		struct inet_connection_sock *sicsk;
 		struct tcp_sock *stp;
 		struct sock *ssk;
-		__u32 srtt, cwnd;
 
 		ssk = mpcc_next_coupled(&w, sk, ops, &end, &sicsk);
 		if (end)
 			break;
 		if (!ssk)
 			continue;
-		stp = mptcp_ro(ssk, struct tcp_sock);
-		MPTCP_RO_READ(srtt, stp->srtt_us);
-		MPTCP_RO_READ(cwnd, stp->snd_cwnd);
-		if (!srtt || !cwnd)
+		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
+		if (!stp->srtt_us || !stp->snd_cwnd)
 			continue;
-		p->cwnd = cwnd;
-		p->srtt_us = srtt_us_of(srtt);
+		p->cwnd = stp->snd_cwnd;
+		p->srtt_us = srtt_us_of(stp->srtt_us);
 		/* Constant conditions: the compiler drops what the algorithm
 		 * does not read. */
-		p->min_rtt_us = 0;
-		if (MPCC_SIBLING_READS & MPCC_READS_MIN_RTT)
-			MPTCP_RO_READ(p->min_rtt_us, stp->rtt_min.s[0].v);
+		p->min_rtt_us = MPCC_SIBLING_READS & MPCC_READS_MIN_RTT ? stp->rtt_min.s[0].v : 0;
 		p->loss_bytes = 0;
-		if (MPCC_SIBLING_READS & MPCC_READS_LOSS_BYTES) {
+		if (MPCC_SIBLING_READS & MPCC_READS_LOSS_BYTES)
 			/* The two words of the sibling's mpcc_priv that OLIA
-			 * needs, read as the socket's own fields: adjacent, so
-			 * one read (one helper call on the probe-read path). */
-			struct mpcc_loss_words lw;
-			__u64 acked;
-
-			MPTCP_RO_READ(acked, stp->bytes_acked);
-			MPTCP_RO_READ(lw, *(struct mpcc_loss_words *)&sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_mark)]);
-			p->loss_bytes = inter_loss_bytes(acked, lw.mark, lw.gap);
-		}
+			 * needs, read as the socket's own fields through the
+			 * rdonly cast: no helper call per sibling. */
+			p->loss_bytes = inter_loss_bytes(stp->bytes_acked,
+							 sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_mark)],
+							 sicsk->icsk_ca_priv[MPCC_PRIV_WORD(loss_gap)]);
 		n++;
 	}
 	c->n = n;

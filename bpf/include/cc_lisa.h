@@ -43,7 +43,6 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 		struct inet_connection_sock *sicsk;
 		struct tcp_sock *stp;
 		struct sock *ssk;
-		__u32 cwnd;
 		__u64 sid;
 
 		ssk = mpcc_next_coupled(&w, sk, ops, &end, &sicsk);
@@ -52,12 +51,11 @@ static __always_inline void mpcc_lisa_join(struct sock *sk)
 		if (!ssk)
 			continue;
 		/* mpcc_priv.id: the donor's subflows map key */
-		MPTCP_RO_READ(sid, sicsk->icsk_ca_priv[MPCC_PRIV_WORD(id)]);
-		stp = mptcp_ro(ssk, struct tcp_sock);
-		MPTCP_RO_READ(cwnd, stp->snd_cwnd);
-		if (sid && cwnd > donor_cwnd) {
-			donor_cwnd = cwnd;
-			MPTCP_RO_READ(donor_ssthresh, stp->snd_ssthresh);
+		sid = sicsk->icsk_ca_priv[MPCC_PRIV_WORD(id)];
+		stp = bpf_rdonly_cast(ssk, bpf_core_type_id_kernel(struct tcp_sock));
+		if (sid && stp->snd_cwnd > donor_cwnd) {
+			donor_cwnd = stp->snd_cwnd;
+			donor_ssthresh = stp->snd_ssthresh;
 			donor_id = sid;
 		}
 	}

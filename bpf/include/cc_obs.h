@@ -40,12 +40,12 @@ static __always_inline void mpcc_fill_identity(const struct sock *sk, struct mpc
 		struct mptcp_subflow_context *ctx = mptcp_subflow_ro(sk);
 
 		s->flags |= MPCC_F_MPTCP;
-		MPTCP_RO_READ(s->token, msk->token);
+		s->token = msk->token;
 		s->local_id = mpcc_local_id(ctx);
-		MPTCP_RO_READ(s->remote_id, ctx->remote_id);
+		s->remote_id = ctx->remote_id;
 		if (bpf_core_field_exists(ctx->subflow_id))
-			MPTCP_RO_READ(s->subflow_id, ctx->subflow_id);
-		if (MPTCP_RO_BITFIELD(ctx, backup))
+			s->subflow_id = ctx->subflow_id;
+		if (BPF_CORE_READ_BITFIELD(ctx, backup))
 			s->flags |= MPCC_F_BACKUP;
 	}
 }
@@ -92,7 +92,7 @@ static __always_inline void mpcc_update(struct sock *sk, __u32 npaths, __u8 ente
 		struct mptcp_sock *msk = mptcp_msk_ro(sk);
 
 		if (msk)
-			MPTCP_RO_READ(s->token, msk->token);
+			s->token = msk->token;
 	}
 	mpcc_record_socket(s, sk, tp);
 	s->ca_state = now;

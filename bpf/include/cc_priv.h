@@ -41,18 +41,9 @@ struct mpcc_priv {
 	__u64 loss_gap;    /* bytes acked between the last two losses (OLIA) */
 };
 
-/* loss_mark and loss_gap as a sibling reads them: together, in one read
- * (cc_conn.h). */
-struct mpcc_loss_words {
-	__u64 mark, gap;
-};
-_Static_assert(__builtin_offsetof(struct mpcc_priv, loss_gap) ==
-		       __builtin_offsetof(struct mpcc_priv, loss_mark) + sizeof(__u64),
-	       "loss_mark and loss_gap must be adjacent to be read as struct mpcc_loss_words");
-
 /* The index in icsk_ca_priv (an array of u64) of a u64 field of
- * mpcc_priv, for a sibling's field read as a field of its socket
- * (mptcp.h's MPTCP_RO_READ). */
+ * mpcc_priv, for a sibling's field read through a rdonly cast of its
+ * socket. */
 #define MPCC_PRIV_WORD(field) (__builtin_offsetof(struct mpcc_priv, field) / sizeof(__u64))
 _Static_assert(sizeof(struct mpcc_priv) <= sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
 	       "mpcc_priv must fit in icsk_ca_priv");

@@ -19,37 +19,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-/*
- * Reading what the program holds no trusted pointer to (the subflow
- * context, the MPTCP socket, the subflow list, the sibling subflows): one
- * source, two ways to read. mptcp_ro(ptr, type) makes ptr a type * to read
- * from; MPTCP_RO_READ(dst, expr) sets dst to expr, a field of such a
- * pointer (dst of the field's type: the read is sizeof(dst) bytes).
- *
- * By default, through bpf_rdonly_cast (Linux 6.2): each field is then one
- * load instruction, which cannot fault.
- *
- * Built with -DMPTCP_PROBE_READ, each field is a bpf_probe_read_kernel
- * call instead, its offset relocated by CO-RE like the loads: the way a
- * kernel without the kfunc (Debian 12's 6.1) would have to read, which
- * struct_ops programs may since Linux 5.8 (bpf_base_func_proto, for
- * CAP_PERFMON). A read that faults leaves dst zero, which every caller
- * takes as "no such sibling" or the end of the list. Only the bench's and
- * the differential test's variant objects are built so (lab/probecc), to
- * measure what that path costs per ACK (docs/kernels.md); the shipped
- * objects read through the cast. bpf_rdonly_cast is not declared in that
- * build, so a direct call left in a variant's source fails to compile.
- */
-#ifdef MPTCP_PROBE_READ
-#define mptcp_ro(ptr, type) ((type *)(ptr))
-#define MPTCP_RO_READ(dst, src) bpf_core_read(&(dst), sizeof(dst), &(src))
-#define MPTCP_RO_BITFIELD(ptr, field) BPF_CORE_READ_BITFIELD_PROBED(ptr, field)
-#else
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-#define mptcp_ro(ptr, type) ((type *)bpf_rdonly_cast((ptr), bpf_core_type_id_kernel(type)))
-#define MPTCP_RO_READ(dst, src) ((dst) = (src))
-#define MPTCP_RO_BITFIELD(ptr, field) BPF_CORE_READ_BITFIELD(ptr, field)
-#endif
 
 #define MPTCP_WALK_MAX 16 /* list nodes visited per walk */
 
@@ -61,23 +31,21 @@ static __always_inline struct mptcp_subflow_context *mptcp_subflow_ro(const stru
 {
 	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)ssk;
 
-	/* ssk is the program's own socket: its field is a plain load */
-	return mptcp_ro(icsk->icsk_ulp_data, struct mptcp_subflow_context);
+	return bpf_rdonly_cast(icsk->icsk_ulp_data,
+			       bpf_core_type_id_kernel(struct mptcp_subflow_context));
 }
 
 /* The MPTCP socket a subflow belongs to, or NULL for plain TCP. */
 static __always_inline struct mptcp_sock *mptcp_msk_ro(const struct sock *ssk)
 {
 	struct mptcp_subflow_context *ctx;
-	struct sock *conn;
 
 	if (!((const struct tcp_sock *)ssk)->is_mptcp)
 		return NULL;
 	ctx = mptcp_subflow_ro(ssk);
 	if (!ctx)
 		return NULL;
-	MPTCP_RO_READ(conn, ctx->conn);
-	return mptcp_ro(conn, struct mptcp_sock);
+	return bpf_rdonly_cast(ctx->conn, bpf_core_type_id_kernel(struct mptcp_sock));
 }
 
 /*
@@ -100,16 +68,9 @@ struct mptcp_subflow_context___old {
 
 static __always_inline int mptcp_local_id(const struct mptcp_subflow_context *ctx)
 {
-	if (bpf_core_field_size(ctx->local_id) == 1) {
-		__u8 id;
-
-		MPTCP_RO_READ(id, ((const struct mptcp_subflow_context___old *)ctx)->local_id);
-		return id;
-	}
-	__s16 id;
-
-	MPTCP_RO_READ(id, ctx->local_id);
-	return id;
+	if (bpf_core_field_size(ctx->local_id) == 1)
+		return ((const struct mptcp_subflow_context___old *)ctx)->local_id;
+	return (__s16)ctx->local_id;
 }
 
 /* A walk over msk->conn_list: start it, then call mptcp_walk_next at most
@@ -121,7 +82,7 @@ struct mptcp_walk {
 static __always_inline void mptcp_walk_start(struct mptcp_walk *w, struct mptcp_sock *msk)
 {
 	w->head = &msk->conn_list;
-	MPTCP_RO_READ(w->pos, msk->conn_list.next);
+	w->pos = w->head->next;
 }
 
 /* The next subflow socket other than `self`, read-only; NULL for a node to
@@ -137,9 +98,9 @@ static __always_inline struct sock *mptcp_walk_next(struct mptcp_walk *w, const 
 		return NULL;
 	}
 	/* node is the first member of the subflow context */
-	ctx = mptcp_ro(w->pos, struct mptcp_subflow_context);
-	MPTCP_RO_READ(ssk, ctx->tcp_sock);
-	MPTCP_RO_READ(w->pos, ctx->node.next);
+	ctx = bpf_rdonly_cast(w->pos, bpf_core_type_id_kernel(struct mptcp_subflow_context));
+	ssk = ctx->tcp_sock;
+	w->pos = w->pos->next;
 	if (!ssk || (__u64)ssk == (__u64)self)
 		return NULL;
 	return ssk;

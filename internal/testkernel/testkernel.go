@@ -57,19 +57,12 @@ func PinRoot(t testing.TB) string {
 // what a user loaded) and unloads it at cleanup. It returns the name.
 func Load(t testing.TB, root, algo string, p cc.Params) string {
 	t.Helper()
-	return LoadWith(t, root, algo, p, cc.Load)
-}
-
-// LoadWith is Load through load: another build of the same algorithm
-// (pkg/cc's tests load lab/probecc's objects so).
-func LoadWith(t testing.TB, root, algo string, p cc.Params, load func(cc.Algorithm, cc.Options) error) string {
-	t.Helper()
 	a, err := cc.Lookup(algo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := testenv.Unique("t_" + algo + "_")
-	if err := load(a, cc.Options{Name: name, PinRoot: root, Params: p}); err != nil {
+	if err := cc.Load(a, cc.Options{Name: name, PinRoot: root, Params: p}); err != nil {
 		t.Fatalf("loading %s: %v", algo, err)
 	}
 	t.Cleanup(func() {

@@ -43,13 +43,9 @@ import (
 // GOODPUT narrows it for a quick comparison, e.g. "cc=lia rounds=3
 // paced=off": the algorithms to load (default all of pkg/algo's table),
 // the rounds of each phase (default 5), whether each also runs paced
-// (default on), whether the goodput phase runs at all (goodput=off:
-// the cost only), and whether each also runs in its probe-read build
-// (probe=on, default off: lab/probecc, every read of a sibling through
-// bpf_probe_read_kernel instead of bpf_rdonly_cast, the path Linux 6.1
-// would need; reported beside the shipped build with what it adds per
-// call, not held to the goals, docs/kernels.md). Built-in Reno and the BPF
-// path's Reno always run: every ratio is to them.
+// (default on), and whether the goodput phase runs at all (goodput=off:
+// the cost only). Built-in Reno and the BPF path's Reno always run: every
+// ratio is to them.
 func TestBenchGoodput(t *testing.T) {
 	testenv.Bench(t)
 	const runFor = 5 * time.Second
@@ -68,20 +64,13 @@ func TestBenchGoodput(t *testing.T) {
 	defer viaBPF.Close()
 	ccs = append(ccs, viaBPF.Name)
 	label[viaBPF.Name] = "reno (BPF path)"
-	paced := map[string]bool{}     // reported, not held to the goal: pacing is the cost measured
-	probeOf := map[string]string{} // a probe-read build's name -> the shipped build's, loaded alike
+	paced := map[string]bool{} // reported, not held to the goal: pacing is the cost measured
 	// Each algorithm as loaded by default and with pacing: what pacing
 	// costs at tens of Gbit/s, where it runs a timer per burst.
 	for _, a := range algos {
 		name := testkernel.Load(t, root, a, cc.Params{RSFTarget: cc.DefaultRSFTarget})
 		ccs = append(ccs, name)
 		label[name] = a + " (BPF)"
-		if spec.probe {
-			p := loadProbeRead(t, root, a, cc.Params{RSFTarget: cc.DefaultRSFTarget})
-			ccs = append(ccs, p)
-			probeOf[p] = name
-			label[p] = a + " probe read"
-		}
 		if !withPaced {
 			continue
 		}
@@ -183,11 +172,6 @@ func TestBenchGoodput(t *testing.T) {
 			case paced[name]:
 				goal = 0 // reported, not held to a goal: pacing's cost is what is measured
 			}
-			if probeOf[name] != "" {
-				// Reported against the goal, not failed: it is not shipped.
-				verdict = goalVerdict(gLo, gMed, gHi, goal)
-				goal = 0
-			}
 			if goal > 0 {
 				verdict = goalVerdict(gLo, gMed, gHi, goal)
 				if verdict == "missed" {
@@ -214,7 +198,7 @@ func TestBenchGoodput(t *testing.T) {
 				ratio = fmt.Sprintf("%.2f (%.2f-%.2f)", med, lo, hi)
 				if name != viaBPF.Name {
 					costVerdict = limitVerdict(lo, med, hi, maxCostRatio)
-					if costVerdict == "missed" && probeOf[name] == "" {
+					if costVerdict == "missed" {
 						t.Errorf("%s: cong_avoid costs %.2f times the BPF path's Reno above the accounting's floor (median of %d rounds, 95%% interval %.2f-%.2f), goal <= %.0fx", label[name], med, len(rs), lo, hi, maxCostRatio)
 					}
 				}
@@ -223,27 +207,6 @@ func TestBenchGoodput(t *testing.T) {
 			}
 		}
 		fmt.Fprintf(&b, "%-18s %10s %22s %9s %12s %12s %14s %16s %22s %9s %10s\n", label[name], g, gain, verdict, cpu, perCall, avoid, net, ratio, costVerdict, share)
-	}
-	// What reading the siblings through bpf_probe_read_kernel adds to the
-	// shipped build's cong_avoid, round by round.
-	for _, name := range ccs {
-		if ship := probeOf[name]; ship != "" {
-			var adds []float64
-			for i := range costs[name] {
-				if costs[name][i].avoidCalls > 0 && costs[ship][i].avoidCalls > 0 {
-					adds = append(adds, costs[name][i].avoidPerCall()-costs[ship][i].avoidPerCall())
-				}
-			}
-			rs := costRatios(costs[name], costs[ship], costs[floor.Name])
-			if len(adds) == 0 || len(rs) == 0 {
-				fmt.Fprintf(&b, "%s: no round to compare with %s\n", label[name], label[ship])
-				continue
-			}
-			aLo, aMed, aHi := medianCI(adds)
-			rLo, rMed, rHi := medianCI(rs)
-			fmt.Fprintf(&b, "%s adds %.0f ns per cong_avoid call to %s (95%% interval %.0f-%.0f), %.2f times its cost above the floor (%.2f-%.2f)\n",
-				label[name], aMed, label[ship], aLo, aHi, rMed, rLo, rHi)
-		}
 	}
 	t.Log(b.String())
 }
@@ -324,7 +287,6 @@ type goodputSpec struct {
 	algos   []string
 	paced   bool // each algorithm also runs paced
 	goodput bool // the goodput phase runs (off: the cost only)
-	probe   bool // each algorithm also runs in its probe-read build (lab/probecc)
 }
 
 // parseGoodput reads GOODPUT (see TestBenchGoodput).
@@ -354,10 +316,8 @@ func parseGoodput(t *testing.T, spec string) goodputSpec {
 			g.paced = onOff(k, v)
 		case "goodput":
 			g.goodput = onOff(k, v)
-		case "probe":
-			g.probe = onOff(k, v)
 		default:
-			t.Fatalf("GOODPUT: unknown key %q (cc, rounds, paced, goodput, probe)", k)
+			t.Fatalf("GOODPUT: unknown key %q (cc, rounds, paced, goodput)", k)
 		}
 	}
 	return g

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mptcp-cc/mptcp-cc/internal/testkernel"
-	"github.com/mptcp-cc/mptcp-cc/lab/probecc"
 	"github.com/mptcp-cc/mptcp-cc/lab/topo"
 	"github.com/mptcp-cc/mptcp-cc/pkg/cc"
 	"github.com/mptcp-cc/mptcp-cc/pkg/model"
@@ -21,19 +20,7 @@ import (
 // the coupled paths) and a plain TCP flow (one path: Reno).
 func TestBPFMatchesModel(t *testing.T) {
 	root := testkernel.PinRoot(t)
-	n := differentialNet(t)
-	for _, a := range cc.Algorithms() {
-		t.Run(a.Name, func(t *testing.T) {
-			name, tr := loadTraced(t, root, a.Name)
-			replayTransfer(t, n, name, tr, a)
-		})
-	}
-}
-
-// differentialNet is the differential test's network: two paths, lossy
-// and queue-limited.
-func differentialNet(t *testing.T) *topo.Net {
-	return testkernel.Net(t, topo.Config{
+	n := testkernel.Net(t, topo.Config{
 		Paths: []int{0, 1},
 		Bottlenecks: []topo.Shaping{
 			{RateBits: 10e6, Delay: 5 * time.Millisecond, QueueBytes: 20 * 1500, Loss: 0.005, Seed: 7},
@@ -41,53 +28,17 @@ func differentialNet(t *testing.T) *topo.Net {
 		},
 		Subflows: true,
 	})
-}
-
-// replayTransfer runs a two-subflow MPTCP flow and a plain TCP flow with CC
-// name, whose trace tr reads, and replays every decision through the model
-// of a.
-func replayTransfer(t *testing.T, n *topo.Net, name string, tr *cc.TraceReader, a cc.Algorithm) {
-	t.Helper()
-	run(t, n, []flow{{path: 0, mptcp: true, cc: name}, {path: 1, cc: name}}, time.Second, 3*time.Second, nil)
-	events, err := tr.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkTrace(t, model.Of(a.Info), events)
-}
-
-// The probe-read build (lab/probecc: the same sources, every read of a
-// sibling through bpf_probe_read_kernel instead of bpf_rdonly_cast, the
-// path Linux 6.1 would need) decides as the shipped build does: each of
-// its decisions, with the inputs it read through the helper, replays
-// bit-identical through the model, on the differential test's lossy
-// two-path connection. LIA reads the siblings' windows and RTTs, OLIA also
-// the two loss words (one read of both); the others read what LIA reads.
-func TestProbeReadMatchesModel(t *testing.T) {
-	root := testkernel.PinRoot(t)
-	n := differentialNet(t)
-	for _, algo := range []string{"lia", "olia"} {
-		t.Run(algo, func(t *testing.T) {
-			a, err := cc.Lookup(algo)
+	for _, a := range cc.Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			name, tr := loadTraced(t, root, a.Name)
+			run(t, n, []flow{{path: 0, mptcp: true, cc: name}, {path: 1, cc: name}}, time.Second, 3*time.Second, nil)
+			events, err := tr.Stop()
 			if err != nil {
 				t.Fatal(err)
 			}
-			name := loadProbeRead(t, root, algo, cc.Params{Trace: true, RSFTarget: 3 * time.Millisecond})
-			tr, err := cc.ReadTrace(root, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			replayTransfer(t, n, name, tr, a)
+			checkTrace(t, model.Of(a.Info), events)
 		})
 	}
-}
-
-// loadProbeRead is testkernel.Load from the probe-read build (lab/probecc).
-func loadProbeRead(t testing.TB, root, algo string, p cc.Params) string {
-	t.Helper()
-	return testkernel.LoadWith(t, root, algo, p, func(a cc.Algorithm, o cc.Options) error {
-		return cc.LoadFrom(probecc.Objects, a, o)
-	})
 }
 
 // loadTraced loads algo with every decision traced (RSF's target at 3 ms, so

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mptcp-cc/mptcp-cc/pkg/abi"
 	"github.com/mptcp-cc/mptcp-cc/pkg/ccparams"
-	"github.com/mptcp-cc/mptcp-cc/pkg/structops"
 )
 
 // Params are the load-time parameters every algorithm accepts
@@ -59,11 +58,7 @@ const MaxSubflowsTracked = 65536
 // Load registers the algorithm with the kernel and pins it, so it stays
 // registered after this process exits. Either everything is in place when it
 // returns nil, or nothing is: a failure undoes what was done.
-func Load(a Algorithm, opts Options) error { return load(family, a, opts) }
-
-// load is Load from f's objects: this binary's, or in tests another build
-// of the same sources (export_test.go).
-func load(f *structops.Family, a Algorithm, opts Options) error {
+func Load(a Algorithm, opts Options) error {
 	name := opts.Name
 	if name == "" {
 		name = a.DefaultName()
@@ -79,7 +74,7 @@ func load(f *structops.Family, a Algorithm, opts Options) error {
 			s.Maps["subflows"].MaxEntries = opts.MaxSubflows
 		}
 	}
-	return f.Load(a.Info, name, opts.PinRoot, rawParams(opts.Params, a.ID), ThisBuild(), tune)
+	return family.Load(a.Info, name, opts.PinRoot, rawParams(opts.Params, a.ID), ThisBuild(), tune)
 }
 
 // Unload unregisters a loaded congestion control and removes its pins.

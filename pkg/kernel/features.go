@@ -29,11 +29,10 @@ import (
 //     cilium/ebpf creates the map with BPF_F_LINK and registers it through
 //     BPF_LINK_CREATE (pkg/structops); a kernel before 6.4 rejects the flag
 //     ("map create: invalid argument").
-//   - bpf_rdonly_cast: declared in bpf/include/mptcp.h; called through
-//     its mptcp_ro there (mptcp_subflow_ro, mptcp_msk_ro, mptcp_walk_next),
-//     in cc_conn.h (mpcc_coupled_sibling, mpcc_collect) and cc_lisa.h,
-//     directly in policy.bpf.c (sibling_cc) and, through mptcp.h,
-//     setcc.bpf.c. (lab/probecc's build of the CCs reads without it.)
+//   - bpf_rdonly_cast: declared in bpf/include/mptcp.h; called there
+//     (mptcp_subflow_ro, mptcp_msk_ro, mptcp_walk_next), in cc_conn.h
+//     (mpcc_coupled_sibling, mpcc_collect), cc_lisa.h, policy.bpf.c
+//     (sibling_cc) and, through mptcp.h, setcc.bpf.c.
 //   - bpf_skc_to_mptcp_sock: policy.bpf.c (which MPTCP connection a subflow
 //     belongs to).
 //   - iter/tcp: setcc.bpf.c is SEC("iter/tcp").
