@@ -148,18 +148,16 @@ func bytesShare(samples []SubflowSample, path string, w Window) float64 {
 
 // pathQueue is the mean srtt minus min RTT of the samples on path in w.
 func pathQueue(samples []SubflowSample, path string, w Window) float64 {
-	var sum float64
-	n := 0
+	var on []SubflowSample
 	for _, s := range samples {
-		if s.Path == path && s.T >= w.From && s.T <= w.To && s.SRTTMs > 0 && s.MinRTTMs > 0 {
-			sum += max(s.SRTTMs-s.MinRTTMs, 0)
-			n++
+		if s.Path == path {
+			on = append(on, s)
 		}
 	}
-	if n == 0 {
-		return math.NaN()
+	if ms, ok := meanQueue(on, w.From, w.To); ok {
+		return ms
 	}
-	return sum / float64(n)
+	return math.NaN()
 }
 
 type point struct{ t, v float64 }

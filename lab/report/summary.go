@@ -13,13 +13,9 @@ import (
 	"github.com/mptcp-cc/mptcp-cc/lab/scenario"
 )
 
-// retransAfter is what flow instance name retransmitted after from seconds
-// into the repetition, from the subflow samples: per subflow, its last
-// count minus its last count at or before from (a subflow first seen after
-// from counts from zero). With record.warmup set to a late join, it counts
-// what the join cost. Kernel counts where they were sampled, else the
-// map's.
-func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
+// flowSamples are flow instance name's subflow samples from one source:
+// the kernel's (tcp_info) where any were taken, else the map's.
+func flowSamples(samples []SubflowSample, name string) []SubflowSample {
 	kernel := false
 	for _, s := range samples {
 		if s.Flow == name && s.Source != "bpf" {
@@ -27,11 +23,24 @@ func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
 			break
 		}
 	}
-	before, last := map[int]uint64{}, map[int]uint64{}
+	var out []SubflowSample
 	for _, s := range samples {
-		if s.Flow != name || (s.Source != "bpf") != kernel {
-			continue
+		if s.Flow == name && (s.Source != "bpf") == kernel {
+			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// retransAfter is what flow instance name retransmitted after from seconds
+// into the repetition, from the subflow samples: per subflow, its last
+// count minus its last count at or before from (a subflow first seen after
+// from counts from zero). With record.warmup set to a late join, it counts
+// what the join cost. Kernel counts where they were sampled, else the
+// map's.
+func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
+	before, last := map[int]uint64{}, map[int]uint64{}
+	for _, s := range flowSamples(samples, name) {
 		if s.T <= from {
 			before[s.Subflow] = s.Retrans
 		}
@@ -50,20 +59,19 @@ func retransAfter(samples []SubflowSample, name string, from float64) uint64 {
 // subflows between from and to seconds into the repetition, of srtt minus
 // min RTT (ms): the standing queue the flow saw above its base RTT, since
 // the min RTT is the kernel's windowed minimum of the subflow's own
-// samples. Kernel samples where there are any, else the map's; samples
-// without both RTTs do not count. ok is false without any sample.
+// samples. Kernel samples where there are any, else the map's. ok is
+// false without any sample that has both RTTs.
 func queueDelay(samples []SubflowSample, name string, from, to float64) (ms float64, ok bool) {
-	kernel := false
-	for _, s := range samples {
-		if s.Flow == name && s.Source != "bpf" {
-			kernel = true
-			break
-		}
-	}
+	return meanQueue(flowSamples(samples, name), from, to)
+}
+
+// meanQueue is the mean srtt minus min RTT (ms) of the samples between
+// from and to seconds that have both RTTs; ok is false without any.
+func meanQueue(samples []SubflowSample, from, to float64) (ms float64, ok bool) {
 	var sum float64
 	n := 0
 	for _, s := range samples {
-		if s.Flow != name || (s.Source != "bpf") != kernel || s.T < from || s.T > to || s.SRTTMs <= 0 || s.MinRTTMs <= 0 {
+		if s.T < from || s.T > to || s.SRTTMs <= 0 || s.MinRTTMs <= 0 {
 			continue
 		}
 		sum += max(s.SRTTMs-s.MinRTTMs, 0)
