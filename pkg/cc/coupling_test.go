@@ -87,12 +87,7 @@ func TestCouplingSharedBottleneck(t *testing.T) {
 	const rate = 20e6
 	const modelSeeds = 4
 	modelShare := func(a model.Algorithm) float64 {
-		r := model.ShareAgainstReno(a, 4, rate, 2*oneWay, int(bdpBytes(rate)/1500), cc.DefaultRSFTarget, modelSeeds)
-		sum := 0.0
-		for _, x := range r {
-			sum += x
-		}
-		return sum / float64(len(r))
+		return mean(model.ShareAgainstReno(a, 4, rate, 2*oneWay, int(bdpBytes(rate)/1500), cc.DefaultRSFTarget, modelSeeds))
 	}
 	modelReno := modelShare(model.Reno{})
 	root := testkernel.PinRoot(t)
